@@ -1,0 +1,190 @@
+package heed
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"sync"
+)
+
+// bodyKind says how a request body is sent again.
+type bodyKind uint8
+
+const (
+	bodyNone     bodyKind = iota // nil or http.NoBody: nothing to replay
+	bodyGetBody                  // the caller's GetBody makes each copy
+	bodyReaderAt                 // an io.ReaderAt of known size, read in place
+	bodyBuffered                 // read into memory, within the buffer bound
+	bodyOnce                     // too large to buffer: sent once, never again
+)
+
+// replay gives each attempt of one RoundTrip its own request body, and owns
+// the caller's body until it is handed to the inner transport, closing it
+// exactly once.
+type replay struct {
+	kind   bodyKind
+	orig   io.ReadCloser // the caller's body
+	handed bool          // orig was given to next, which closes it
+	closed bool
+
+	getBody func() (io.ReadCloser, error)
+	ra      io.ReaderAt
+	off, n  int64
+	buf     []byte
+	once    *onceBody
+}
+
+// prepareBody decides how req's body is replayed. It reads the body only
+// when nothing else can replay it, and then at most bound+1 bytes.
+func prepareBody(req *http.Request, bound int64) (replay, error) {
+	r := replay{orig: req.Body}
+	if req.Body == nil || req.Body == http.NoBody {
+		r.kind = bodyNone
+		return r, nil
+	}
+	if req.GetBody != nil {
+		r.kind, r.getBody = bodyGetBody, req.GetBody
+		return r, nil
+	}
+	if ra, off, n, ok := readerAt(req.Body, req.ContentLength); ok {
+		r.kind, r.ra, r.off, r.n = bodyReaderAt, ra, off, n
+		return r, nil
+	}
+	buf, err := io.ReadAll(io.LimitReader(req.Body, bound+1))
+	if err != nil {
+		r.close()
+		return r, err
+	}
+	if int64(len(buf)) <= bound {
+		r.kind, r.buf = bodyBuffered, buf
+		r.close() // read to the end: the caller's body is done with
+		return r, nil
+	}
+	r.kind = bodyOnce
+	r.once = &onceBody{Reader: io.MultiReader(bytes.NewReader(buf), req.Body), c: req.Body}
+	return r, nil
+}
+
+// readerAt reports whether body can be read in place at every attempt: an
+// io.ReaderAt whose size is known from contentLength, a Size method, or
+// Stat of a regular file. off is where reading starts (the current offset
+// of a Seeker) and n how many bytes are sent.
+func readerAt(body io.ReadCloser, contentLength int64) (ra io.ReaderAt, off, n int64, ok bool) {
+	ra, ok = body.(io.ReaderAt)
+	if !ok {
+		return nil, 0, 0, false
+	}
+	if s, isSeeker := body.(io.Seeker); isSeeker {
+		cur, err := s.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return nil, 0, 0, false
+		}
+		off = cur
+	}
+	if contentLength > 0 {
+		return ra, off, contentLength, true
+	}
+	var size int64
+	switch b := body.(type) {
+	case interface{ Size() int64 }:
+		size = b.Size()
+	case interface{ Stat() (fs.FileInfo, error) }:
+		fi, err := b.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil, 0, 0, false
+		}
+		size = fi.Size()
+	default:
+		return nil, 0, 0, false
+	}
+	if size < off {
+		return nil, 0, 0, false
+	}
+	return ra, off, size - off, true
+}
+
+// swaps reports whether attempt needs a body other than the caller's own.
+func (r *replay) swaps(attempt int) bool {
+	switch r.kind {
+	case bodyNone:
+		return false
+	case bodyGetBody:
+		return attempt > 1
+	}
+	return true
+}
+
+// canReplay reports whether another attempt can carry the body.
+func (r *replay) canReplay() bool { return r.kind != bodyOnce }
+
+// set gives out, a clone of the caller's request, its body for attempt.
+func (r *replay) set(out *http.Request, attempt int) error {
+	switch r.kind {
+	case bodyGetBody:
+		if attempt == 1 {
+			r.handed = true
+			return nil
+		}
+		b, err := r.getBody()
+		if err != nil {
+			return err
+		}
+		out.Body = b
+	case bodyReaderAt:
+		ra, off, n := r.ra, r.off, r.n
+		out.Body = io.NopCloser(io.NewSectionReader(ra, off, n))
+		out.ContentLength = n
+		out.GetBody = func() (io.ReadCloser, error) {
+			return io.NopCloser(io.NewSectionReader(ra, off, n)), nil
+		}
+		if n == 0 {
+			out.Body, out.GetBody = http.NoBody, nil
+		}
+	case bodyBuffered:
+		buf := r.buf
+		out.ContentLength = int64(len(buf))
+		if len(buf) == 0 {
+			out.Body, out.GetBody = http.NoBody, nil
+			return nil
+		}
+		out.Body = io.NopCloser(bytes.NewReader(buf))
+		out.GetBody = func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(buf)), nil
+		}
+	case bodyOnce:
+		if attempt > 1 {
+			return errors.New("heed: request body cannot be replayed")
+		}
+		out.Body = r.once
+		r.handed = true
+	}
+	return nil
+}
+
+// sendsOriginal records that the caller's request went out as it is.
+func (r *replay) sendsOriginal() { r.handed = true }
+
+// close closes the caller's body unless the inner transport has it.
+func (r *replay) close() {
+	if r.handed || r.closed || r.orig == nil {
+		return
+	}
+	r.closed = true
+	r.orig.Close()
+}
+
+// onceBody streams a body too large to buffer: the buffered prefix, then the
+// rest. Closing it closes the caller's body once.
+type onceBody struct {
+	io.Reader
+	c    io.Closer
+	once sync.Once
+}
+
+func (b *onceBody) Close() error {
+	var err error
+	b.once.Do(func() { err = b.c.Close() })
+	return err
+}

@@ -1,0 +1,110 @@
+package heed
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrDeferred is the error that every *DeferredError matches with errors.Is.
+var ErrDeferred = errors.New("heed: deferred")
+
+// DeferredError is returned by RoundTrip, at once, when the wait the server
+// asked for (or the backoff) cannot fit the caller's remaining time or
+// exceeds Policy.MaxWait. heed never waits less than asked instead: the
+// work is eligible again at RetryAt, which a worker should persist with the
+// job and honour before trying again.
+type DeferredError struct {
+	// Method is the request method.
+	Method string
+	// URL is the request URL, redacted: no userinfo, no query, no fragment.
+	URL string
+	// Route is the name of the policy that applied.
+	Route string
+	// Key is the request's idempotency key, if it had one.
+	Key string
+	// Attempts is the number of attempts actually sent: 0 when a gate
+	// deferred before sending.
+	Attempts int
+	// Status is the last response's status, 0 when the last attempt got no
+	// response or none was sent.
+	Status int
+	// Reason is the verdict's reason, or "cooling down" for a gate.
+	Reason string
+	// Wait is the full wait that did not fit: hint or backoff, jitter
+	// included.
+	Wait time.Duration
+	// RetryAt is the wall-clock time the work is eligible again. Persist
+	// it.
+	RetryAt time.Time
+	// Left is the budget that remained when deciding: 0 when none remained
+	// or when the request had no budget (no context deadline and no
+	// Policy.MaxElapsed), in which case Wait exceeded Policy.MaxWait.
+	Left time.Duration
+	// Err is the last transport error, if any.
+	Err error
+}
+
+// Error describes the deferral; it holds no secret from the request.
+func (e *DeferredError) Error() string {
+	var b strings.Builder
+	b.WriteString("heed: ")
+	b.WriteString(e.Method)
+	b.WriteByte(' ')
+	b.WriteString(e.URL)
+	b.WriteString(" deferred: ")
+	b.WriteString(e.Reason)
+	if e.Status != 0 {
+		b.WriteString(" (status ")
+		b.WriteString(strconv.Itoa(e.Status))
+		b.WriteByte(')')
+	}
+	b.WriteString("; retry at ")
+	b.WriteString(e.RetryAt.UTC().Format(time.RFC3339Nano))
+	b.WriteString(" (wait ")
+	b.WriteString(e.Wait.String())
+	b.WriteString(", left ")
+	b.WriteString(e.Left.String())
+	b.WriteString(", attempts ")
+	b.WriteString(strconv.Itoa(e.Attempts))
+	b.WriteByte(')')
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the last transport error, if any.
+func (e *DeferredError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrDeferred.
+func (e *DeferredError) Is(target error) bool { return target == ErrDeferred }
+
+// budget is the time one RoundTrip may spend: until end, if it has one.
+type budget struct {
+	end   time.Time
+	bound bool
+}
+
+// left is the budget remaining at now: 0 when none remains or unbounded.
+func (b budget) left(now time.Time) time.Duration {
+	if !b.bound {
+		return 0
+	}
+	return max(b.end.Sub(now), 0)
+}
+
+// fits reports whether a wait (before jitter: base; with it: wait) may be
+// slept in process: base is within maxWait and the attempt after it, given
+// reserve, still ends within the budget.
+func (b budget) fits(now time.Time, base, wait, maxWait, reserve time.Duration) bool {
+	if base > maxWait {
+		return false
+	}
+	if !b.bound {
+		return true
+	}
+	return !now.Add(wait).Add(reserve).After(b.end)
+}

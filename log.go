@@ -1,0 +1,100 @@
+package heed
+
+import (
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Decision names logged under the key "op".
+const (
+	opDeliver   = "deliver"    // the response or error goes to the caller
+	opRetry     = "retry"      // a retry is scheduled after a wait
+	opGiveUp    = "give up"    // a retryable failure is delivered: no retry allowed
+	opDefer     = "defer"      // the wait does not fit: *DeferredError
+	opGateWait  = "gate wait"  // the scope is cooling down: wait before sending
+	opGateError = "gate error" // the gate failed: send anyway
+)
+
+// decision is what one log line says.
+type decision struct {
+	op      string
+	route   string
+	method  string
+	url     *url.URL
+	attempt int
+	status  int
+	verdict Verdict
+	wait    time.Duration
+	source  string
+	retryAt time.Time
+	left    time.Duration
+	err     error
+}
+
+// logDecision writes one line for d at level, if the logger wants it. It
+// never logs bodies, headers, URL userinfo or query strings.
+func (t *Transport) logDecision(level zapcore.Level, d *decision) {
+	ce := t.log.Check(level, "heed "+d.op)
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("op", d.op),
+		zap.String("route", d.route),
+		zap.String("method", d.method),
+		zap.String("url", redactURL(d.url)),
+		zap.Int("attempt", d.attempt),
+		zap.Int("status", d.status),
+		zap.String("class", d.verdict.Class.String()),
+		zap.String("reason", d.verdict.Reason),
+		zap.Duration("wait", d.wait),
+	}
+	if d.source != "" {
+		fields = append(fields, zap.String("source", d.source))
+	}
+	if !d.retryAt.IsZero() {
+		fields = append(fields, zap.Time("retry_at", d.retryAt))
+	}
+	fields = append(fields, zap.Duration("left", d.left))
+	if d.err != nil {
+		fields = append(fields, zap.String("error", redactError(d.err)))
+	}
+	ce.Write(fields...)
+}
+
+// redactURL returns u without userinfo, query or fragment.
+func redactURL(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	var b strings.Builder
+	if u.Scheme != "" {
+		b.WriteString(u.Scheme)
+		b.WriteString("://")
+	}
+	b.WriteString(u.Host)
+	if u.Opaque != "" {
+		b.WriteString(strings.SplitN(u.Opaque, "?", 2)[0])
+	} else {
+		b.WriteString(u.EscapedPath())
+	}
+	return b.String()
+}
+
+// redactError returns err's text with any URL in it redacted, since
+// net/http's errors quote the request URL.
+func redactError(err error) string {
+	if ue, ok := err.(*url.Error); ok {
+		u, perr := url.Parse(ue.URL)
+		s := ""
+		if perr == nil {
+			s = redactURL(u)
+		}
+		return ue.Op + " " + s + ": " + redactError(ue.Err)
+	}
+	return err.Error()
+}

@@ -1,0 +1,319 @@
+package heed
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Package defaults for the zero fields of a Policy.
+const (
+	// DefaultMaxAttempts is the number of attempts, the first included, when
+	// Policy.MaxAttempts is 0.
+	DefaultMaxAttempts = 5
+	// DefaultMaxWait is the longest single in-process wait when
+	// Policy.MaxWait is 0. A longer wait defers.
+	DefaultMaxWait = 60 * time.Second
+	// DefaultMinWait is the least wait after a server hint when
+	// Policy.MinWait is 0.
+	DefaultMinWait = time.Second
+	// DefaultBodyBuffer is how many bytes of a request body that cannot be
+	// replayed otherwise are buffered so that the request can be retried.
+	// A larger body is sent once and not retried.
+	DefaultBodyBuffer = 1 << 20
+)
+
+// Policy says how the requests of one route are retried. The zero value of
+// every field means the package default given in its comment; a Policy given
+// to WithRoute does not inherit from the one given to WithPolicy.
+type Policy struct {
+	// Name is shown in logs and errors. Default: the route pattern, or
+	// "default" for the policy given to WithPolicy.
+	Name string
+	// MaxAttempts is the number of attempts including the first. Default 5.
+	// 1 never retries.
+	MaxAttempts int
+	// MaxElapsed is the budget for one RoundTrip beside the context
+	// deadline: the earlier of the two ends it. It bounds waiting, not an
+	// attempt in flight; use the context or http.Client.Timeout for that.
+	// Default: none.
+	MaxElapsed time.Duration
+	// MaxWait is the longest single in-process wait, before jitter. A
+	// longer wait returns a *DeferredError at once. Default 60s.
+	MaxWait time.Duration
+	// MinWait is the least wait after any server hint: a hint of 0, a past
+	// date or 200ms all become MinWait. Default 1s.
+	MinWait time.Duration
+	// Backoff is the wait when the server gives no hint.
+	// Default: EqualJitter(1s, 30s).
+	Backoff Backoff
+	// Jitter is the most random spacing added after a server hint, never
+	// before it. Default 0.
+	Jitter time.Duration
+	// Reserve is the least time kept for the next attempt itself when
+	// deciding whether a wait fits the budget. The duration of the attempt
+	// just made is used when it is larger. Default 0.
+	Reserve time.Duration
+	// Classify decides what each response or error means.
+	// Default: DefaultClassifier.
+	Classify Classifier
+	// Scope is the gate scope: requests of one scope share one "not before"
+	// time. Routes that share one server limit should share a Scope.
+	// Default: the request's host.
+	Scope string
+	// KeyHeader, if set, names an idempotency-key header. A POST or PATCH
+	// without it gets one random key per RoundTrip, the same on every
+	// attempt, and a request carrying it is replay-safe. Default: none.
+	KeyHeader string
+	// RetryUnsafe resends Ambiguous failures of non-idempotent requests
+	// anyway. Default false.
+	RetryUnsafe bool
+}
+
+// Backoff gives the wait before a retry when the server gave no hint.
+// retry is 1 for the first retry.
+type Backoff func(retry int) time.Duration
+
+// EqualJitter returns a Backoff that doubles from first up to cap and waits
+// half of that fixed plus a random part of the other half.
+func EqualJitter(first, cap time.Duration) Backoff {
+	return func(retry int) time.Duration {
+		d := exponential(first, cap, retry)
+		half := d / 2
+		return half + randUpTo(d-half)
+	}
+}
+
+// FullJitter returns a Backoff that doubles from first up to cap and waits a
+// random duration in [0, that].
+func FullJitter(first, cap time.Duration) Backoff {
+	return func(retry int) time.Duration {
+		return randUpTo(exponential(first, cap, retry))
+	}
+}
+
+// Constant returns a Backoff that always waits d.
+func Constant(d time.Duration) Backoff {
+	return func(int) time.Duration { return d }
+}
+
+// exponential is first·2^(retry-1), capped at cap, without overflow.
+func exponential(first, cap time.Duration, retry int) time.Duration {
+	if first <= 0 {
+		return 0
+	}
+	if cap < first {
+		cap = first
+	}
+	d := first
+	for i := 1; i < retry; i++ {
+		if d >= cap/2 {
+			return cap
+		}
+		d *= 2
+	}
+	return min(d, cap)
+}
+
+// randUpTo returns a random duration in [0, d].
+func randUpTo(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	if d == 1<<63-1 {
+		return time.Duration(rand.Int64())
+	}
+	return time.Duration(rand.Int64N(int64(d) + 1))
+}
+
+// Option configures a Transport.
+type Option interface {
+	apply(*Transport)
+}
+
+type optionFunc func(*Transport)
+
+func (f optionFunc) apply(t *Transport) { f(t) }
+
+// WithPolicy sets the policy for requests that match no route.
+// Default: the zero Policy, named "default".
+func WithPolicy(p Policy) Option {
+	return optionFunc(func(t *Transport) { t.def = p })
+}
+
+// WithRoute sets the policy for requests that match pattern, which has the
+// syntax of net/http.ServeMux patterns ("[METHOD ][HOST]/[PATH]"), and the
+// same precedence: the most specific pattern wins. A request that matches no
+// route uses the policy of WithPolicy. New panics on an invalid pattern, or
+// on two patterns that conflict, as ServeMux.Handle does.
+func WithRoute(pattern string, p Policy) Option {
+	return optionFunc(func(t *Transport) {
+		t.routeSpecs = append(t.routeSpecs, routeSpec{pattern, p})
+	})
+}
+
+// WithLogger sets the logger for decisions. Default (also for nil):
+// zap.NewNop().
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(t *Transport) {
+		if l == nil {
+			l = zap.NewNop()
+		}
+		t.log = l
+	})
+}
+
+// WithGate sets the gate that holds the scopes' "not before" times. Pass one
+// Gate to several Transports to share it. Default (also for nil): a gate
+// private to this Transport.
+func WithGate(g Gate) Option {
+	return optionFunc(func(t *Transport) { t.gate = g })
+}
+
+// policy is a Policy with every default filled in.
+type policy struct {
+	name        string
+	maxAttempts int
+	maxElapsed  time.Duration
+	maxWait     time.Duration
+	minWait     time.Duration
+	backoff     Backoff
+	jitter      time.Duration
+	reserve     time.Duration
+	classify    Classifier
+	scope       string
+	keyHeader   string // canonical form
+	retryUnsafe bool
+}
+
+var defaultBackoff = EqualJitter(time.Second, 30*time.Second)
+
+func resolve(p Policy, name string) *policy {
+	r := &policy{
+		name:        p.Name,
+		maxAttempts: p.MaxAttempts,
+		maxElapsed:  max(p.MaxElapsed, 0),
+		maxWait:     p.MaxWait,
+		minWait:     p.MinWait,
+		backoff:     p.Backoff,
+		jitter:      max(p.Jitter, 0),
+		reserve:     max(p.Reserve, 0),
+		classify:    p.Classify,
+		scope:       p.Scope,
+		retryUnsafe: p.RetryUnsafe,
+	}
+	if r.name == "" {
+		r.name = name
+	}
+	if r.maxAttempts <= 0 {
+		r.maxAttempts = DefaultMaxAttempts
+	}
+	if r.maxWait <= 0 {
+		r.maxWait = DefaultMaxWait
+	}
+	if r.minWait <= 0 {
+		r.minWait = DefaultMinWait
+	}
+	if r.backoff == nil {
+		r.backoff = defaultBackoff
+	}
+	if r.classify == nil {
+		r.classify = DefaultClassifier
+	}
+	if p.KeyHeader != "" {
+		r.keyHeader = http.CanonicalHeaderKey(strings.TrimSpace(p.KeyHeader))
+	}
+	return r
+}
+
+type routeSpec struct {
+	pattern string
+	policy  Policy
+}
+
+// routes matches requests to policies with a net/http.ServeMux, so pattern
+// syntax and precedence are exactly the standard library's.
+type routes struct {
+	mux *http.ServeMux
+}
+
+// routeHandler marks a route in the mux; it is never served.
+type routeHandler struct{ p *policy }
+
+func (routeHandler) ServeHTTP(http.ResponseWriter, *http.Request) {}
+
+// compileRoutes builds the route matcher, or says which pattern is bad.
+func compileRoutes(specs []routeSpec) (r routes, err error) {
+	if len(specs) == 0 {
+		return routes{}, nil
+	}
+	mux := http.NewServeMux()
+	for _, s := range specs {
+		if err := handle(mux, s.pattern, routeHandler{resolve(s.policy, s.pattern)}); err != nil {
+			return routes{}, err
+		}
+	}
+	return routes{mux: mux}, nil
+}
+
+// handle registers h, turning ServeMux's panic on a bad pattern into an error.
+func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("heed: route %q: %v", pattern, v)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
+}
+
+// match returns the policy of the most specific route that matches req, or
+// nil.
+func (r routes) match(req *http.Request) *policy {
+	if r.mux == nil || req.URL == nil || req.Method == http.MethodConnect {
+		return nil
+	}
+	m := req
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	p := cleanPath(req.URL.Path)
+	// ServeMux matches on r.Host and r.URL.Path and redirects unclean
+	// paths; a client request may carry neither form, so match a shallow
+	// stand-in when needed.
+	if host != req.Host || p != req.URL.Path {
+		u := *req.URL
+		u.Path, u.RawPath = p, ""
+		m = &http.Request{Method: req.Method, Host: host, URL: &u, Header: req.Header}
+	}
+	h, _ := r.mux.Handler(m)
+	if rh, ok := h.(routeHandler); ok {
+		return rh.p
+	}
+	return nil
+}
+
+// cleanPath is path.Clean that keeps a trailing slash and a leading one, as
+// ServeMux cleans paths before matching.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		if len(p) == len(np)+1 && strings.HasPrefix(p, np) {
+			return p
+		}
+		np += "/"
+	}
+	return np
+}

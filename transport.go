@@ -1,0 +1,397 @@
+// Package heed is an http.RoundTripper for programs that call rate-limited
+// APIs. It retries what is worth retrying, waits exactly as long as the
+// server asked and never less, and when that wait cannot fit the caller's
+// remaining time it returns a *DeferredError at once, carrying the time the
+// work is eligible again.
+package heed
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Transport is an http.RoundTripper that retries through another one. Make
+// one with New; it is safe for concurrent use, and meant to be shared.
+type Transport struct {
+	next       http.RoundTripper
+	def        Policy
+	defPolicy  *policy
+	routeSpecs []routeSpec
+	routes     routes
+	log        *zap.Logger
+	gate       Gate
+	bodyBound  int64
+}
+
+// New returns a Transport that sends through next (http.DefaultTransport
+// when nil). It panics if a WithRoute pattern is invalid or two conflict.
+func New(next http.RoundTripper, opts ...Option) *Transport {
+	t := &Transport{next: next, log: zap.NewNop(), bodyBound: DefaultBodyBuffer}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(t)
+		}
+	}
+	if t.next == nil {
+		t.next = http.DefaultTransport
+	}
+	if t.gate == nil {
+		t.gate = NewGate()
+	}
+	t.defPolicy = resolve(t.def, "default")
+	r, err := compileRoutes(t.routeSpecs)
+	if err != nil {
+		panic(err)
+	}
+	t.routes = r
+	return t
+}
+
+// CloseIdleConnections closes the idle connections of the inner transport,
+// when it has such a method.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// policyFor returns the policy of the most specific matching route, else
+// the default one.
+func (t *Transport) policyFor(req *http.Request) *policy {
+	if p := t.routes.match(req); p != nil {
+		return p
+	}
+	return t.defPolicy
+}
+
+// RoundTrip sends req, retrying as its policy says. It returns the last
+// response or error as it is, or a *DeferredError when a wait does not fit
+// the remaining budget. It never changes req, and closes req.Body exactly
+// once (or leaves that to the inner transport once it has handed it over).
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := t.policyFor(req)
+	ctx := req.Context()
+	start := time.Now()
+	b := budget{}
+	if d, ok := ctx.Deadline(); ok {
+		b = budget{end: d, bound: true}
+	}
+	if p.maxElapsed > 0 {
+		if end := start.Add(p.maxElapsed); !b.bound || end.Before(b.end) {
+			b = budget{end: end, bound: true}
+		}
+	}
+	scope := p.scope
+	if scope == "" {
+		scope = req.URL.Host
+		if scope == "" {
+			scope = req.Host
+		}
+	}
+
+	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, budget: b, scope: scope}
+	if p.maxAttempts > 1 {
+		body, err := prepareBody(req, t.bodyBound)
+		if err != nil {
+			return nil, fmt.Errorf("heed: reading request body: %w", err)
+		}
+		rt.body = body
+	} else {
+		rt.body = replay{orig: req.Body}
+		if req.Body == http.NoBody {
+			rt.body.orig = nil
+		}
+	}
+	defer rt.body.close()
+
+	if p.keyHeader != "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && req.Header.Get(p.keyHeader) == "" {
+		rt.newKey = newIdempotencyKey()
+		rt.key = rt.newKey
+	} else {
+		rt.key = requestKey(req.Header, p.keyHeader)
+	}
+	rt.safe = p.retryUnsafe || rt.key != "" || idempotent(req.Method)
+	return rt.run()
+}
+
+// roundTrip is the state of one RoundTrip call.
+type roundTrip struct {
+	t      *Transport
+	p      *policy
+	req    *http.Request
+	ctx    context.Context
+	budget budget
+	scope  string
+	body   replay
+	key    string // the idempotency key the request carries, if any
+	newKey string // a key heed adds to every attempt, if any
+	safe   bool   // replay-safe: Ambiguous failures may be resent
+
+	// the last attempt
+	status int
+	err    error
+	took   time.Duration
+}
+
+func (rt *roundTrip) run() (*http.Response, error) {
+	p := rt.p
+	for attempt := 1; ; attempt++ {
+		if err := rt.passGate(attempt); err != nil {
+			return nil, err
+		}
+		out, err := rt.request(attempt)
+		if err != nil {
+			return nil, err
+		}
+		sent := time.Now()
+		resp, err := rt.t.next.RoundTrip(out)
+		now := time.Now()
+		rt.took = now.Sub(sent)
+		rt.err = err
+		rt.status = 0
+		if resp != nil {
+			rt.status = resp.StatusCode
+		}
+		v := p.classify(out, resp, err)
+
+		var hint time.Duration
+		var source string
+		hinted := false
+		if resp != nil {
+			hint, source, hinted = Hint(resp, now)
+		}
+		if hinted {
+			hint = max(hint, p.minWait)
+		}
+		if v.Class == Throttled && hinted {
+			rt.hold(now.Add(hint))
+		}
+
+		d := decision{route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, status: rt.status, verdict: v, err: err}
+		switch {
+		case v.Class == Deliver || v.Class == Terminal:
+			d.op = opDeliver
+			rt.t.logDecision(levelFor(v.Class), &d)
+			return resp, err
+		case attempt >= p.maxAttempts:
+			return rt.giveUp(&d, "attempts used up", resp, err)
+		case v.Class == Ambiguous && !rt.safe:
+			return rt.giveUp(&d, "not replay-safe", resp, err)
+		case !rt.body.canReplay():
+			return rt.giveUp(&d, "body not replayable", resp, err)
+		case rt.ctx.Err() != nil:
+			return rt.giveUp(&d, "context done", resp, err)
+		}
+
+		base := hint
+		if !hinted {
+			base = p.backoff(attempt)
+			source = "backoff"
+		}
+		wait := base
+		if hinted {
+			wait += randUpTo(p.jitter)
+		}
+		d.wait, d.source = wait, source
+		d.retryAt = now.Add(wait).Round(0)
+		d.left = rt.budget.left(now)
+		if !rt.budget.fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
+			discard(resp)
+			return nil, rt.deferred(&d, attempt)
+		}
+		d.op = opRetry
+		rt.t.logDecision(zapcore.InfoLevel, &d)
+		discard(resp)
+		if err := sleep(rt.ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// passGate waits while the scope is cooling down, or returns a
+// *DeferredError when that wait does not fit. A gate error fails open.
+func (rt *roundTrip) passGate(attempt int) error {
+	p := rt.p
+	for {
+		nb, err := rt.t.gate.NotBefore(rt.ctx, rt.scope)
+		now := time.Now()
+		if err != nil {
+			rt.t.logDecision(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
+			return nil
+		}
+		if !nb.After(now) {
+			return nil
+		}
+		base := nb.Sub(now)
+		wait := base + randUpTo(p.jitter)
+		d := decision{
+			route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
+			status: rt.status, verdict: Verdict{Throttled, reasonCoolingDown},
+			wait: wait, source: "gate", retryAt: now.Add(wait).Round(0), left: rt.budget.left(now),
+		}
+		if !rt.budget.fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
+			return rt.deferred(&d, attempt-1)
+		}
+		d.op = opGateWait
+		rt.t.logDecision(zapcore.InfoLevel, &d)
+		if err := sleep(rt.ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+const reasonCoolingDown = "cooling down"
+
+// hold extends the scope's gate; a gate error is logged and ignored.
+func (rt *roundTrip) hold(until time.Time) {
+	if err := rt.t.gate.Hold(rt.ctx, rt.scope, until); err != nil {
+		rt.t.logDecision(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+	}
+}
+
+// request returns what attempt sends: the caller's request itself when
+// nothing about it changes, else a clone with a fresh body.
+func (rt *roundTrip) request(attempt int) (*http.Request, error) {
+	if rt.newKey == "" && !rt.body.swaps(attempt) {
+		if rt.body.orig != nil {
+			rt.body.sendsOriginal()
+		}
+		return rt.req, nil
+	}
+	out := rt.req.Clone(rt.ctx)
+	if rt.newKey != "" {
+		out.Header.Set(rt.p.keyHeader, rt.newKey)
+	}
+	if err := rt.body.set(out, attempt); err != nil {
+		return nil, fmt.Errorf("heed: replaying request body: %w", err)
+	}
+	return out, nil
+}
+
+func (rt *roundTrip) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {
+	d.op = opGiveUp
+	d.source = why
+	rt.t.logDecision(zapcore.WarnLevel, d)
+	return resp, err
+}
+
+func (rt *roundTrip) deferred(d *decision, attempts int) *DeferredError {
+	d.op = opDefer
+	rt.t.logDecision(zapcore.WarnLevel, d)
+	return &DeferredError{
+		Method:   rt.req.Method,
+		URL:      redactURL(rt.req.URL),
+		Route:    rt.p.name,
+		Key:      rt.key,
+		Attempts: attempts,
+		Status:   rt.status,
+		Reason:   d.verdict.Reason,
+		Wait:     d.wait,
+		RetryAt:  d.retryAt,
+		Left:     d.left,
+		Err:      rt.err,
+	}
+}
+
+func levelFor(c Class) zapcore.Level {
+	if c == Terminal {
+		return zapcore.InfoLevel
+	}
+	return zapcore.DebugLevel
+}
+
+// idempotent reports whether RFC 9110 makes method idempotent.
+func idempotent(method string) bool {
+	switch method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// requestKey returns the idempotency key a request carries, if any.
+func requestKey(h http.Header, keyHeader string) string {
+	if keyHeader != "" {
+		if k := h.Get(keyHeader); k != "" {
+			return k
+		}
+	}
+	if k := h.Get("Idempotency-Key"); k != "" {
+		return k
+	}
+	return h.Get("X-Idempotency-Key")
+}
+
+// newIdempotencyKey returns a random UUID (version 4).
+func newIdempotencyKey() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], u[10:])
+	return string(s[:])
+}
+
+// sleep waits d on a timer, or returns the context's error if it ends
+// first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// Draining bounds: a discarded response is read this far, for this long, so
+// that its connection can be reused, and then closed.
+const (
+	drainBytes = 64 << 10
+	drainTime  = 250 * time.Millisecond
+)
+
+// discard drains and closes a response that will not be delivered, bounded
+// in bytes and time so that an endless body cannot stall a retry.
+func discard(resp *http.Response) {
+	if resp == nil || resp.Body == nil {
+		return
+	}
+	body := resp.Body
+	if body == http.NoBody {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.CopyN(io.Discard, body, drainBytes)
+	}()
+	timer := time.NewTimer(drainTime)
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+	timer.Stop()
+	body.Close()
+}
