@@ -1,0 +1,207 @@
+package heed_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heed-go/heed"
+)
+
+// readerAtBody is a request body that is an io.ReaderAt of known size.
+type readerAtBody struct {
+	*strings.Reader
+	closeCounter
+}
+
+func (b *readerAtBody) Read(p []byte) (int, error) { return b.Reader.Read(p) }
+
+func TestBodyClosedExactlyOnce(t *testing.T) {
+	big := strings.Repeat("b", heed.DefaultBodyBuffer+10)
+	kinds := []struct {
+		name string
+		make func() (*http.Request, func() int)
+	}{
+		{"buffered", func() (*http.Request, func() int) {
+			b := newCloseCounter("small body")
+			return mustReq("PUT", b), b.closes
+		}},
+		{"past the bound", func() (*http.Request, func() int) {
+			b := newCloseCounter(big)
+			return mustReq("PUT", b), b.closes
+		}},
+		{"GetBody", func() (*http.Request, func() int) {
+			b := newCloseCounter("with getbody")
+			r := mustReq("PUT", b)
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("with getbody")), nil }
+			return r, b.closes
+		}},
+		{"ReaderAt", func() (*http.Request, func() int) {
+			b := &readerAtBody{Reader: strings.NewReader("reader at")}
+			return mustReq("PUT", b), b.closes
+		}},
+	}
+	paths := []struct {
+		name    string
+		policy  heed.Policy
+		gate    time.Duration // hold the gate this long first
+		replies []reply
+	}{
+		{"first attempt succeeds", heed.Policy{}, 0, []reply{ok200}},
+		{"retried then succeeds", heed.Policy{}, 0, []reply{tooMany("Retry-After", "1"), ok200}},
+		{"deferred after an attempt", heed.Policy{}, 0, []reply{tooMany("Retry-After", "600")}},
+		{"deferred by the gate before sending", heed.Policy{}, time.Hour, []reply{ok200}},
+		{"MaxAttempts 1", heed.Policy{MaxAttempts: 1}, 0, []reply{tooMany("Retry-After", "1")}},
+		{"MaxAttempts 1 deferred by the gate", heed.Policy{MaxAttempts: 1}, time.Hour, []reply{ok200}},
+		{"transport error", heed.Policy{MaxAttempts: 2}, 0, []reply{{err: resetErr}}},
+	}
+	for _, k := range kinds {
+		for _, p := range paths {
+			t.Run(k.name+"/"+p.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					gate := heed.NewGate()
+					if p.gate > 0 {
+						require.NoError(t, gate.Hold(t.Context(), "api.example", time.Now().Add(p.gate)))
+					}
+					req, closes := k.make()
+					resp, _ := heed.New(script(p.replies...), heed.WithPolicy(exact(p.policy)), heed.WithGate(gate)).RoundTrip(req)
+					if resp != nil {
+						resp.Body.Close()
+					}
+					assert.Equal(t, 1, closes())
+				})
+			})
+		}
+	}
+}
+
+func mustReq(method string, body io.Reader) *http.Request {
+	req, err := http.NewRequestWithContext(context.Background(), method, "https://api.example/up", body)
+	if err != nil {
+		panic(err)
+	}
+	return req
+}
+
+func TestBodyReplay(t *testing.T) {
+	tests := []struct {
+		name string
+		body func() io.Reader
+		want string
+	}{
+		{"strings.Reader (GetBody)", func() io.Reader { return strings.NewReader("alpha") }, "alpha"},
+		{"plain reader buffered", func() io.Reader { return io.MultiReader(strings.NewReader("be"), strings.NewReader("ta")) }, "beta"},
+		{"ReaderAt without GetBody", func() io.Reader { return &readerAtBody{Reader: strings.NewReader("gamma")} }, "gamma"},
+		{"empty plain reader", func() io.Reader { return io.MultiReader() }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(boom500, boom500, ok200)
+				resp, err := heed.New(rt, heed.WithPolicy(exact(heed.Policy{}))).RoundTrip(newRequest(t, t.Context(), "PUT", "https://api.example/", tt.body()))
+				require.NoError(t, err)
+				resp.Body.Close()
+				s := rt.requests()
+				require.Len(t, s, 3)
+				for _, r := range s {
+					assert.Equal(t, tt.want, string(r.body))
+				}
+			})
+		})
+	}
+}
+
+func TestBodyPastBoundStreamsWhole(t *testing.T) {
+	big := strings.Repeat("0123456789", heed.DefaultBodyBuffer/5)
+	rt := script(tooMany("Retry-After", "1"))
+	resp, err := heed.New(rt).RoundTrip(newRequest(t, t.Context(), "PUT", "https://api.example/", io.MultiReader(strings.NewReader(big))))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Len(t, rt.requests(), 1, "sent once, not retried")
+	assert.Equal(t, big, string(rt.requests()[0].body), "every byte is sent")
+}
+
+func TestBodyFileFromItsOffset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "f")
+		require.NoError(t, os.WriteFile(path, []byte("headerPAYLOAD"), 0o600))
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		_, err = f.Seek(6, io.SeekStart)
+		require.NoError(t, err)
+		rt := script(boom500, ok200)
+		resp, err := heed.New(rt, heed.WithPolicy(exact(heed.Policy{}))).RoundTrip(newRequest(t, t.Context(), "PUT", "https://api.example/", f))
+		require.NoError(t, err)
+		resp.Body.Close()
+		for _, s := range rt.requests() {
+			assert.Equal(t, "PAYLOAD", string(s.body))
+			assert.Equal(t, int64(7), s.req.ContentLength)
+		}
+		_, err = f.Read(make([]byte, 1))
+		assert.True(t, errors.Is(err, os.ErrClosed), "the caller's file is closed")
+	})
+}
+
+func TestBodyBufferReadError(t *testing.T) {
+	b := &failingBody{}
+	_, err := heed.New(script(ok200)).RoundTrip(newRequest(t, t.Context(), "PUT", "https://api.example/", b))
+	require.ErrorIs(t, err, errDisk)
+	assert.Equal(t, int32(1), b.closed.Load())
+}
+
+var errDisk = errors.New("disk on fire")
+
+type failingBody struct{ closed atomic.Int32 }
+
+func (*failingBody) Read([]byte) (int, error) { return 0, errDisk }
+func (b *failingBody) Close() error         { b.closed.Add(1); return nil }
+
+func TestBigFileUploadMemoryStaysFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 2 GiB from a sparse file")
+	}
+	const size = 1 << 30
+	path := filepath.Join(t.TempDir(), "big")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(size))
+	require.NoError(t, f.Close())
+	f, err = os.Open(path)
+	require.NoError(t, err)
+
+	var got []int64
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		n, err := io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, n)
+		status := 200
+		if len(got) == 1 {
+			status = 503
+		}
+		return &http.Response{StatusCode: status, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	resp, err := heed.New(rt, heed.WithPolicy(heed.Policy{Backoff: heed.Constant(time.Millisecond)})).RoundTrip(newRequest(t, t.Context(), "PUT", "https://api.example/big", f))
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, []int64{size, size}, got, "both attempts carry the whole file")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "the file is never copied into memory")
+}

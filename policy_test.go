@@ -1,0 +1,164 @@
+package heed_test
+
+import (
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heed-go/heed"
+)
+
+func TestRoutesUseServeMuxPrecedence(t *testing.T) {
+	tr := heed.New(nil,
+		heed.WithPolicy(heed.Policy{Name: "fallback"}),
+		heed.WithRoute("/", heed.Policy{Name: "root"}),
+		heed.WithRoute("/v1/", heed.Policy{Name: "v1"}),
+		heed.WithRoute("POST /v1/images/", heed.Policy{}),
+		heed.WithRoute("api.openai.example/v1/", heed.Policy{Name: "openai"}),
+		heed.WithRoute("GET /v1/jobs/{id}", heed.Policy{Name: "job status"}),
+		heed.WithRoute("/v1/files/{path...}", heed.Policy{Name: "files"}),
+	)
+	tests := []struct {
+		method, url, want string
+	}{
+		{"GET", "https://x.example/", "root"},
+		{"GET", "https://x.example/other", "root"},
+		{"GET", "https://x.example/v1/models", "v1"},
+		{"POST", "https://x.example/v1/images/gen", "POST /v1/images/"},
+		{"GET", "https://x.example/v1/images/gen", "v1"},
+		{"GET", "https://api.openai.example/v1/models", "openai"},
+		{"GET", "https://api.openai.example:443/v1/models", "openai"},
+		{"GET", "https://x.example/v1/jobs/42", "job status"},
+		{"HEAD", "https://x.example/v1/jobs/42", "job status"},
+		{"DELETE", "https://x.example/v1/jobs/42", "v1"},
+		{"GET", "https://x.example/v1/files/a/b/c.png", "files"},
+		{"GET", "https://x.example/v1/../v1/jobs/7", "job status"},
+		{"GET", "https://x.example/v1/jobs/7?page=2", "job status"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.url, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				inner := script(tooMany("Retry-After", "600"))
+				tr := heed.New(inner, routeOptions()...)
+				_, err := tr.RoundTrip(newRequest(t, t.Context(), tt.method, tt.url, nil))
+				var de *heed.DeferredError
+				require.ErrorAs(t, err, &de)
+				assert.Equal(t, tt.want, de.Route)
+			})
+		})
+	}
+	assert.NotNil(t, tr)
+}
+
+func routeOptions() []heed.Option {
+	return []heed.Option{
+		heed.WithPolicy(heed.Policy{Name: "fallback"}),
+		heed.WithRoute("/", heed.Policy{Name: "root"}),
+		heed.WithRoute("/v1/", heed.Policy{Name: "v1"}),
+		heed.WithRoute("POST /v1/images/", heed.Policy{}),
+		heed.WithRoute("api.openai.example/v1/", heed.Policy{Name: "openai"}),
+		heed.WithRoute("GET /v1/jobs/{id}", heed.Policy{Name: "job status"}),
+		heed.WithRoute("/v1/files/{path...}", heed.Policy{Name: "files"}),
+	}
+}
+
+func TestNoRouteUsesDefaultPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := heed.New(script(tooMany("Retry-After", "600")), heed.WithRoute("/only/", heed.Policy{Name: "only"}))
+		_, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://x.example/else", nil))
+		var de *heed.DeferredError
+		require.ErrorAs(t, err, &de)
+		assert.Equal(t, "default", de.Route)
+	})
+}
+
+func TestRoutesDoNotInherit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := script(boom500)
+		tr := heed.New(rt,
+			heed.WithPolicy(heed.Policy{MaxAttempts: 2, Backoff: heed.Constant(time.Second)}),
+			heed.WithRoute("/r/", heed.Policy{Backoff: heed.Constant(time.Second)}),
+		)
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://x.example/r/1", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Len(t, rt.requests(), heed.DefaultMaxAttempts, "a zero MaxAttempts on a route means the package default, not the WithPolicy value")
+	})
+}
+
+func TestPolicyDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// MaxWait 60s: a 61s hint defers, with no deadline.
+		_, err := heed.New(script(tooMany("Retry-After", "61"))).RoundTrip(newRequest(t, t.Context(), "GET", "https://x.example/", nil))
+		require.ErrorIs(t, err, heed.ErrDeferred)
+		// MinWait 1s.
+		rt := script(tooMany("Retry-After", "0"), ok200)
+		resp, err := heed.New(rt).RoundTrip(newRequest(t, t.Context(), "GET", "https://x.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, []time.Duration{time.Second}, rt.gaps())
+		// Backoff EqualJitter(1s, 30s): the first retry waits in [0.5s, 1s].
+		rt = script(boom500, ok200)
+		resp, err = heed.New(rt, heed.WithGate(heed.NewGate())).RoundTrip(newRequest(t, t.Context(), "GET", "https://y.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		g := rt.gaps()
+		require.Len(t, g, 1)
+		assert.GreaterOrEqual(t, g[0], 500*time.Millisecond)
+		assert.LessOrEqual(t, g[0], time.Second)
+	})
+}
+
+func TestInvalidRoutePanics(t *testing.T) {
+	for _, p := range []string{"", "GET", "/a/{", "/dup/"} {
+		t.Run(p, func(t *testing.T) {
+			assert.Panics(t, func() {
+				heed.New(nil, heed.WithRoute("/dup/", heed.Policy{}), heed.WithRoute(p, heed.Policy{}))
+			})
+		})
+	}
+}
+
+func TestBackoffs(t *testing.T) {
+	for retry := 1; retry <= 70; retry++ {
+		want := min(time.Second<<min(retry-1, 5), 30*time.Second)
+		e := heed.EqualJitter(time.Second, 30*time.Second)(retry)
+		assert.GreaterOrEqual(t, e, want/2, "equal jitter, retry %d", retry)
+		assert.LessOrEqual(t, e, want, "equal jitter, retry %d", retry)
+		f := heed.FullJitter(time.Second, 30*time.Second)(retry)
+		assert.GreaterOrEqual(t, f, time.Duration(0))
+		assert.LessOrEqual(t, f, want)
+		assert.Equal(t, 3*time.Second, heed.Constant(3*time.Second)(retry))
+	}
+	// Huge values do not overflow.
+	assert.Positive(t, heed.EqualJitter(time.Hour, 1<<62)(1000))
+	assert.Equal(t, time.Duration(0), heed.FullJitter(0, time.Second)(3))
+	// Equal jitter actually varies.
+	seen := map[time.Duration]bool{}
+	for range 20 {
+		seen[heed.EqualJitter(time.Second, 30*time.Second)(3)] = true
+	}
+	assert.Greater(t, len(seen), 1)
+}
+
+func TestScopeGroupsRoutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := script(tooMany("Retry-After", "5"), ok200)
+		tr := heed.New(rt,
+			heed.WithRoute("a.example/", heed.Policy{Scope: "vendor", MaxAttempts: 1}),
+			heed.WithRoute("b.example/", heed.Policy{Scope: "vendor"}),
+		)
+		start := time.Now()
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://a.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		resp, err = tr.RoundTrip(newRequest(t, t.Context(), http.MethodGet, "https://b.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 5*time.Second, time.Since(start), "b waits for a's hint: one scope")
+	})
+}
