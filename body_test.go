@@ -166,7 +166,7 @@ var errDisk = errors.New("disk on fire")
 type failingBody struct{ closed atomic.Int32 }
 
 func (*failingBody) Read([]byte) (int, error) { return 0, errDisk }
-func (b *failingBody) Close() error         { b.closed.Add(1); return nil }
+func (b *failingBody) Close() error           { b.closed.Add(1); return nil }
 
 func TestBigFileUploadMemoryStaysFlat(t *testing.T) {
 	if testing.Short() {
