@@ -38,7 +38,7 @@ type decision struct {
 // logDecision writes one line for d at level, if the logger wants it. It
 // never logs bodies, headers, URL userinfo or query strings.
 func (t *Transport) logDecision(level zapcore.Level, d *decision) {
-	ce := t.log.Check(level, "heed "+d.op)
+	ce := t.log.Check(level, d.op)
 	if ce == nil {
 		return
 	}

@@ -1,0 +1,122 @@
+package heed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/heed-go/heed"
+)
+
+// Wrap an http.Client's transport with heed and configure two routes, then
+// catch a deferral and keep its RetryAt.
+func Example() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120") // "come back in two minutes"
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: heed.New(http.DefaultTransport,
+		heed.WithPolicy(heed.Policy{MaxAttempts: 3}),
+		heed.WithRoute("POST /v1/images/", heed.Policy{Name: "images", MaxWait: 30 * time.Second, KeyHeader: "Idempotency-Key"}),
+		heed.WithRoute("GET /v1/jobs/{id}", heed.Policy{Name: "job status", MaxAttempts: 10}),
+	)}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/images/generate", strings.NewReader(`{"prompt":"a lighthouse"}`))
+	_, err := client.Do(req)
+
+	var de *heed.DeferredError
+	if errors.As(err, &de) {
+		// Store the job with de.RetryAt and let go of it.
+		fmt.Println("deferred:", de.Route, de.Reason, "status", de.Status, "wait", de.Wait, "attempts", de.Attempts)
+		fmt.Println("retry at is ahead:", de.RetryAt.After(time.Now().Add(119*time.Second)))
+		fmt.Println("carries a key:", len(de.Key) == 36)
+	}
+	// Output:
+	// deferred: images rate limited status 429 wait 2m0s attempts 1
+	// retry at is ahead: true
+	// carries a key: true
+}
+
+// ErrDeferred tells a deferral apart from a failure without the details.
+func ExampleDeferredError() {
+	err := fmt.Errorf("render job 7: %w", &heed.DeferredError{
+		Method: "GET", URL: "https://api.example/v1/jobs/7", Reason: "cooling down",
+		Wait: 90 * time.Second, RetryAt: time.Date(2026, 11, 29, 12, 1, 30, 0, time.UTC),
+	})
+	if errors.Is(err, heed.ErrDeferred) {
+		var de *heed.DeferredError
+		errors.As(err, &de)
+		fmt.Println("requeue at", de.RetryAt.Format(time.RFC3339))
+	}
+	// Output: requeue at 2026-11-29T12:01:30Z
+}
+
+func ExampleParseRetryAfter() {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, v := range []string{"30", "Sun, 29 Nov 2026 12:00:45 GMT", "soon"} {
+		d, ok := heed.ParseRetryAfter(v, now)
+		fmt.Println(d, ok)
+	}
+	// Output:
+	// 30s true
+	// 45s true
+	// 0s false
+}
+
+func ExampleHint() {
+	resp := &http.Response{StatusCode: 429, Header: http.Header{
+		"Retry-After":    {"2"},
+		"Retry-After-Ms": {"2500"},
+	}}
+	wait, source, ok := heed.Hint(resp, time.Now())
+	fmt.Println(wait, source, ok)
+	// Output: 2.5s retry-after-ms true
+}
+
+func ExamplePeekBody() {
+	resp := &http.Response{StatusCode: 429, Body: io.NopCloser(strings.NewReader(`{"error":{"code":"insufficient_quota"}}`))}
+	head, _ := heed.PeekBody(resp, 9)
+	all, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%s\n%s\n", head, all)
+	// Output:
+	// {"error":
+	// {"error":{"code":"insufficient_quota"}}
+}
+
+// A Classifier can refine the default: here a vendor's 400 with a
+// "model_overloaded" code is worth waiting for.
+func ExampleClassifier() {
+	classify := func(req *http.Request, resp *http.Response, err error) heed.Verdict {
+		if resp != nil && resp.StatusCode == 400 {
+			if b, _ := heed.PeekBody(resp, 4096); strings.Contains(string(b), "model_overloaded") {
+				return heed.Verdict{Class: heed.Throttled, Reason: "model overloaded"}
+			}
+		}
+		return heed.DefaultClassifier(req, resp, err)
+	}
+	_ = heed.New(nil, heed.WithPolicy(heed.Policy{Classify: classify}))
+	resp := &http.Response{StatusCode: 400, Body: io.NopCloser(strings.NewReader(`{"code":"model_overloaded"}`))}
+	fmt.Println(classify(nil, resp, nil).Class)
+	// Output: throttled
+}
+
+// Share one gate between two Transports so that a throttle seen by one
+// holds the other.
+func ExampleNewGate() {
+	gate := heed.NewGate()
+	a := heed.New(nil, heed.WithGate(gate))
+	b := heed.New(nil, heed.WithGate(gate), heed.WithPolicy(heed.Policy{Scope: "api.example"}))
+	_ = gate.Hold(context.Background(), "api.example", time.Now().Add(time.Minute))
+	nb, _ := gate.NotBefore(context.Background(), "api.example")
+	fmt.Println(a != nil, b != nil, time.Until(nb) > 59*time.Second)
+	// Output: true true true
+}
