@@ -189,6 +189,7 @@ type policy struct {
 	scope       string
 	keyHeader   string // canonical form
 	retryUnsafe bool
+	public      Policy // the same, as a Policy with every default filled in
 }
 
 var defaultBackoff = EqualJitter(time.Second, 30*time.Second)
@@ -227,6 +228,11 @@ func resolve(p Policy, name string) *policy {
 	}
 	if p.KeyHeader != "" {
 		r.keyHeader = http.CanonicalHeaderKey(strings.TrimSpace(p.KeyHeader))
+	}
+	r.public = Policy{
+		Name: r.name, MaxAttempts: r.maxAttempts, MaxElapsed: r.maxElapsed, MaxWait: r.maxWait,
+		MinWait: r.minWait, Backoff: r.backoff, Jitter: r.jitter, Reserve: r.reserve,
+		Classify: r.classify, Scope: r.scope, KeyHeader: r.keyHeader, RetryUnsafe: r.retryUnsafe,
 	}
 	return r
 }

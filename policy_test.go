@@ -162,3 +162,18 @@ func TestScopeGroupsRoutes(t *testing.T) {
 		assert.Equal(t, 5*time.Second, time.Since(start), "b waits for a's hint: one scope")
 	})
 }
+
+func TestTransportPolicyFillsDefaults(t *testing.T) {
+	tr := heed.New(nil, heed.WithRoute("POST /v1/", heed.Policy{MaxAttempts: 2, KeyHeader: "idempotency-key"}))
+	p := tr.Policy(mustReq("POST", nil))
+	assert.Equal(t, "default", p.Name, "mustReq's path /up matches no route")
+	req, _ := http.NewRequest("POST", "https://x.example/v1/a", nil)
+	p = tr.Policy(req)
+	assert.Equal(t, "POST /v1/", p.Name)
+	assert.Equal(t, 2, p.MaxAttempts)
+	assert.Equal(t, heed.DefaultMaxWait, p.MaxWait)
+	assert.Equal(t, heed.DefaultMinWait, p.MinWait)
+	assert.Equal(t, "Idempotency-Key", p.KeyHeader)
+	assert.NotNil(t, p.Backoff)
+	assert.NotNil(t, p.Classify)
+}

@@ -72,6 +72,13 @@ func (t *Transport) policyFor(req *http.Request) *policy {
 	return t.defPolicy
 }
 
+// Policy returns the policy that applies to req, with every default filled
+// in. Scope stays empty when it defaults to the request's host. It serves
+// adapters that make heed's decisions inside another client.
+func (t *Transport) Policy(req *http.Request) Policy {
+	return t.policyFor(req).public
+}
+
 // RoundTrip sends req, retrying as its policy says. It returns the last
 // response or error as it is, or a *DeferredError when a wait does not fit
 // the remaining budget. It never changes req, and closes req.Body exactly
