@@ -19,43 +19,158 @@ type Gate interface {
 	Hold(ctx context.Context, scope string, until time.Time) error
 }
 
-// NewGate returns a Gate kept in memory. Pass one to several Transports with
-// WithGate to share it between them.
+// QuotaGate is a Gate that also enforces the quotas servers publish
+// (RateLimit, X-RateLimit-Remaining and X-RateLimit-Reset, OpenAI's
+// x-ratelimit-remaining-requests and x-ratelimit-reset-requests): once a
+// response says its scope has r sends left until a reset, the scope admits
+// at most r more sends until then, counting those already in flight, and
+// the rest wait for the reset or defer. A Transport whose Gate is a
+// QuotaGate calls Take before each send instead of NotBefore, and Done after
+// it; with a plain Gate, published quotas are not enforced. NewGate and
+// redisgate both return QuotaGates.
+type QuotaGate interface {
+	Gate
+	// Take admits one send of scope, and returns the zero time, or returns
+	// the time to ask again: the scope's hold, or its quota's reset.
+	Take(ctx context.Context, scope string) (time.Time, error)
+	// Done records that a send that Take admitted was answered, and the
+	// quota its response published, if q is not nil.
+	Done(ctx context.Context, scope string, q *Quota) error
+}
+
+// Quota is what a response published about its scope: Remaining more sends
+// are allowed until Reset.
+type Quota struct {
+	Remaining int64
+	Reset     time.Time
+}
+
+// NewGate returns a Gate kept in memory, which is also a QuotaGate. Pass one
+// to several Transports with WithGate to share it between them.
 func NewGate() Gate {
-	return &memGate{until: make(map[string]time.Time)}
+	return &memGate{scopes: make(map[string]*scopeState)}
 }
 
 type memGate struct {
-	mu    sync.RWMutex
-	until map[string]time.Time
+	mu     sync.Mutex
+	scopes map[string]*scopeState
+}
+
+// scopeState is what the gate knows of one scope.
+type scopeState struct {
+	until    time.Time // hold: nothing is sent before it
+	inflight int64     // sends admitted and not yet answered
+	known    bool      // a quota is known until reset
+	avail    int64     // sends that may still be admitted before reset
+	reset    time.Time
+	minR     int64 // the lowest remaining published in this window
+	atSnap   int64 // sends in flight when minR was published, not yet answered
+}
+
+// idle reports whether the state says nothing at now and can be forgotten.
+func (s *scopeState) idle(now time.Time) bool {
+	return s.inflight == 0 && !s.until.After(now) && (!s.known || !s.reset.After(now))
 }
 
 func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) {
-	g.mu.RLock()
-	t := g.until[scope]
-	g.mu.RUnlock()
-	return t, nil
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.scopes[scope]
+	if s == nil {
+		return time.Time{}, nil
+	}
+	nb := s.until
+	if s.known && s.avail <= 0 && s.reset.After(nb) {
+		nb = s.reset
+	}
+	return nb, nil
 }
 
 func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 	now := time.Now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if cur, ok := g.until[scope]; ok && !until.After(cur) {
-		return nil
-	}
 	if !until.After(now) {
 		return nil
 	}
-	// Forget scopes whose time has passed, so the map stays as small as
-	// the set of scopes currently cooling down.
-	if len(g.until) >= 64 {
-		for s, t := range g.until {
-			if !t.After(now) {
-				delete(g.until, s)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.state(scope, now)
+	if until.After(s.until) {
+		s.until = until
+	}
+	return nil
+}
+
+func (g *memGate) Take(_ context.Context, scope string) (time.Time, error) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.state(scope, now)
+	if s.until.After(now) {
+		return s.until, nil
+	}
+	if s.known && !s.reset.After(now) {
+		s.known = false // the quota's window is over
+	}
+	if s.known {
+		if s.avail <= 0 {
+			return s.reset, nil
+		}
+		s.avail--
+	}
+	s.inflight++
+	return time.Time{}, nil
+}
+
+func (g *memGate) Done(_ context.Context, scope string, q *Quota) error {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.state(scope, now)
+	if s.inflight > 0 {
+		s.inflight--
+	}
+	if q == nil || !q.Reset.After(now) {
+		s.atSnap = min(s.atSnap, s.inflight)
+		return nil
+	}
+	// A published figure counts every send the server had served. The
+	// sends still in flight when it arrives may come after it, so they are
+	// set against it; when one of them answers with a higher figure, it
+	// was served before, was counted already, and gives its send back.
+	if !s.known || !s.reset.After(now) || q.Remaining < s.minR {
+		if !s.known || !s.reset.After(now) || q.Reset.Before(s.reset) {
+			s.reset = q.Reset
+		}
+		s.known, s.minR, s.atSnap = true, q.Remaining, s.inflight
+		s.avail = q.Remaining - s.inflight
+		return nil
+	}
+	if s.atSnap > 0 {
+		s.atSnap--
+		s.avail++
+	}
+	// Resets given in whole seconds round up, so the earliest is the
+	// closest.
+	if q.Reset.Before(s.reset) {
+		s.reset = q.Reset
+	}
+	return nil
+}
+
+// state returns scope's state, making it, and forgets idle scopes when
+// there are many, so the map stays as small as the set of busy scopes.
+func (g *memGate) state(scope string, now time.Time) *scopeState {
+	if s := g.scopes[scope]; s != nil {
+		return s
+	}
+	if len(g.scopes) >= 64 {
+		for k, s := range g.scopes {
+			if s.idle(now) {
+				delete(g.scopes, k)
 			}
 		}
 	}
-	g.until[scope] = until
-	return nil
+	s := &scopeState{}
+	g.scopes[scope] = s
+	return s
 }

@@ -30,6 +30,7 @@ type decision struct {
 	verdict Verdict
 	wait    time.Duration
 	source  string
+	stop    string // why a retryable failure is delivered
 	retryAt time.Time
 	left    time.Duration
 	err     error
@@ -55,6 +56,9 @@ func (t *Transport) logDecision(level zapcore.Level, d *decision) {
 	}
 	if d.source != "" {
 		fields = append(fields, zap.String("source", d.source))
+	}
+	if d.stop != "" {
+		fields = append(fields, zap.String("stop", d.stop))
 	}
 	if !d.retryAt.IsZero() {
 		fields = append(fields, zap.Time("retry_at", d.retryAt))

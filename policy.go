@@ -73,6 +73,10 @@ type Policy struct {
 	// RetryUnsafe resends Ambiguous failures of non-idempotent requests
 	// anyway. Default false.
 	RetryUnsafe bool
+	// Budget limits the retries of each scope to a share of its first
+	// attempts. Default: the zero Budget, that is a ratio of 0.2 plus 10
+	// retries a second over 10s; Budget{Disabled: true} turns it off.
+	Budget Budget
 }
 
 // Backoff gives the wait before a retry when the server gave no hint.
@@ -189,6 +193,7 @@ type policy struct {
 	scope       string
 	keyHeader   string // canonical form
 	retryUnsafe bool
+	budget      Budget
 	public      Policy // the same, as a Policy with every default filled in
 }
 
@@ -207,6 +212,7 @@ func resolve(p Policy, name string) *policy {
 		classify:    p.Classify,
 		scope:       p.Scope,
 		retryUnsafe: p.RetryUnsafe,
+		budget:      p.Budget,
 	}
 	if r.name == "" {
 		r.name = name
@@ -233,6 +239,7 @@ func resolve(p Policy, name string) *policy {
 		Name: r.name, MaxAttempts: r.maxAttempts, MaxElapsed: r.maxElapsed, MaxWait: r.maxWait,
 		MinWait: r.minWait, Backoff: r.backoff, Jitter: r.jitter, Reserve: r.reserve,
 		Classify: r.classify, Scope: r.scope, KeyHeader: r.keyHeader, RetryUnsafe: r.retryUnsafe,
+		Budget: r.budget,
 	}
 	return r
 }

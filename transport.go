@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -28,7 +29,17 @@ type Transport struct {
 	routes     routes
 	log        *zap.Logger
 	gate       Gate
+	quotas     QuotaGate // gate, when it enforces published quotas
 	bodyBound  int64
+
+	budgetMu sync.Mutex
+	budgets  map[budgetKey]*retryBudget
+}
+
+// budgetKey names one retry budget: a policy's, for one scope.
+type budgetKey struct {
+	p     *policy
+	scope string
 }
 
 // New returns a Transport that sends through next (http.DefaultTransport
@@ -46,6 +57,8 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 	if t.gate == nil {
 		t.gate = NewGate()
 	}
+	t.quotas, _ = t.gate.(QuotaGate)
+	t.budgets = make(map[budgetKey]*retryBudget)
 	t.defPolicy = resolve(t.def, "default")
 	r, err := compileRoutes(t.routeSpecs)
 	if err != nil {
@@ -79,6 +92,23 @@ func (t *Transport) Policy(req *http.Request) Policy {
 	return t.policyFor(req).public
 }
 
+// retryBudget returns the retry budget of p for scope, or nil when p has
+// none.
+func (t *Transport) retryBudget(p *policy, scope string) *retryBudget {
+	if p.budget.Disabled {
+		return nil
+	}
+	k := budgetKey{p, scope}
+	t.budgetMu.Lock()
+	defer t.budgetMu.Unlock()
+	b := t.budgets[k]
+	if b == nil {
+		b = newRetryBudget(p.budget)
+		t.budgets[k] = b
+	}
+	return b
+}
+
 // RoundTrip sends req, retrying as its policy says. It returns the last
 // response or error as it is, or a *DeferredError when a wait does not fit
 // the remaining budget. It never changes req, and closes req.Body exactly
@@ -104,7 +134,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 
-	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, budget: b, scope: scope}
+	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: b, scope: scope, retries: t.retryBudget(p, scope)}
+	rt.retries.first(start)
 	if p.maxAttempts > 1 {
 		body, err := prepareBody(req, t.bodyBound)
 		if err != nil {
@@ -131,16 +162,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // roundTrip is the state of one RoundTrip call.
 type roundTrip struct {
-	t      *Transport
-	p      *policy
-	req    *http.Request
-	ctx    context.Context
-	budget budget
-	scope  string
-	body   replay
-	key    string // the idempotency key the request carries, if any
-	newKey string // a key heed adds to every attempt, if any
-	safe   bool   // replay-safe: Ambiguous failures may be resent
+	t        *Transport
+	p        *policy
+	req      *http.Request
+	ctx      context.Context
+	deadline budget       // the time this RoundTrip may spend
+	retries  *retryBudget // the scope's retry budget; nil: none
+	scope    string
+	body     replay
+	key      string // the idempotency key the request carries, if any
+	newKey   string // a key heed adds to every attempt, if any
+	safe     bool   // replay-safe: Ambiguous failures may be resent
+	taken    bool   // a QuotaGate admitted the current send: tell it when done
 
 	// the last attempt
 	status int
@@ -156,11 +189,13 @@ func (rt *roundTrip) run() (*http.Response, error) {
 		}
 		out, err := rt.request(attempt)
 		if err != nil {
+			rt.done(nil, time.Now())
 			return nil, err
 		}
 		sent := time.Now()
 		resp, err := rt.t.next.RoundTrip(out)
 		now := time.Now()
+		rt.done(resp, now)
 		rt.took = now.Sub(sent)
 		rt.err = err
 		rt.status = 0
@@ -209,10 +244,15 @@ func (rt *roundTrip) run() (*http.Response, error) {
 		}
 		d.wait, d.source = wait, source
 		d.retryAt = now.Add(wait).Round(0)
-		d.left = rt.budget.left(now)
-		if !rt.budget.fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
+		d.left = rt.deadline.left(now)
+		if !rt.deadline.fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
 			discard(resp)
 			return nil, rt.deferred(&d, attempt)
+		}
+		if !rt.retries.retry(now) {
+			d.wait, d.source, d.retryAt = 0, "", time.Time{}
+			d.verdict.Reason = reasonRetryBudget
+			return rt.giveUp(&d, reasonRetryBudget, resp, err)
 		}
 		d.op = opRetry
 		rt.t.logDecision(zapcore.InfoLevel, &d)
@@ -224,27 +264,42 @@ func (rt *roundTrip) run() (*http.Response, error) {
 }
 
 // passGate waits while the scope is cooling down, or returns a
-// *DeferredError when that wait does not fit. A gate error fails open.
+// *DeferredError when that wait does not fit. With a QuotaGate it also
+// takes one of the scope's published sends. A gate error fails open.
 func (rt *roundTrip) passGate(attempt int) error {
 	p := rt.p
 	for {
-		nb, err := rt.t.gate.NotBefore(rt.ctx, rt.scope)
+		var nb time.Time
+		var err error
+		if rt.t.quotas != nil {
+			nb, err = rt.t.quotas.Take(rt.ctx, rt.scope)
+		} else {
+			nb, err = rt.t.gate.NotBefore(rt.ctx, rt.scope)
+		}
 		now := time.Now()
 		if err != nil {
+			rt.taken = false
 			rt.t.logDecision(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
 			return nil
 		}
-		if !nb.After(now) {
+		if nb.IsZero() || (rt.t.quotas == nil && !nb.After(now)) {
+			rt.taken = rt.t.quotas != nil
 			return nil
 		}
-		base := nb.Sub(now)
-		wait := base + randUpTo(p.jitter)
+		// Not admitted: wait for the gate to open, then spread out, so
+		// that the scope's waiters do not all fire at the same instant.
+		base := max(nb.Sub(now), time.Millisecond)
+		spread := p.jitter
+		if spread == 0 {
+			spread = min(base/50, maxGateSpread)
+		}
+		wait := base + randUpTo(spread)
 		d := decision{
 			route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
 			status: rt.status, verdict: Verdict{Throttled, reasonCoolingDown},
-			wait: wait, source: "gate", retryAt: now.Add(wait).Round(0), left: rt.budget.left(now),
+			wait: wait, source: "gate", retryAt: now.Add(wait).Round(0), left: rt.deadline.left(now),
 		}
-		if !rt.budget.fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
+		if !rt.deadline.fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
 			return rt.deferred(&d, attempt-1)
 		}
 		d.op = opGateWait
@@ -255,7 +310,34 @@ func (rt *roundTrip) passGate(attempt int) error {
 	}
 }
 
-const reasonCoolingDown = "cooling down"
+// maxGateSpread bounds the default spread of a scope's waiters after its
+// gate opens: 1/50 of the wait, at most this.
+const maxGateSpread = 20 * time.Millisecond
+
+// done tells a QuotaGate that the send it admitted was answered, with the
+// quota the response published. A response served by a cache (one with an
+// Age header) publishes nothing, as the RateLimit fields draft says.
+func (rt *roundTrip) done(resp *http.Response, now time.Time) {
+	if !rt.taken {
+		return
+	}
+	rt.taken = false
+	var q *Quota
+	if resp != nil && len(resp.Header) > 0 && resp.Header["Age"] == nil {
+		if r, reset, _, ok := quota(resp.Header, now); ok {
+			q = &Quota{Remaining: r, Reset: now.Add(reset)}
+		}
+	}
+	if err := rt.t.quotas.Done(rt.ctx, rt.scope, q); err != nil {
+		rt.t.logDecision(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+	}
+}
+
+// Reasons heed gives of its own.
+const (
+	reasonCoolingDown = "cooling down"
+	reasonRetryBudget = "retry budget"
+)
 
 // hold extends the scope's gate; a gate error is logged and ignored.
 func (rt *roundTrip) hold(until time.Time) {
@@ -285,7 +367,7 @@ func (rt *roundTrip) request(attempt int) (*http.Request, error) {
 
 func (rt *roundTrip) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {
 	d.op = opGiveUp
-	d.source = why
+	d.stop = why
 	rt.t.logDecision(zapcore.WarnLevel, d)
 	return resp, err
 }

@@ -1,0 +1,121 @@
+package heed
+
+import (
+	"sync"
+	"time"
+)
+
+// Budget limits retries per scope to a share of first attempts, as gRPC's
+// retry throttling and Finagle's RetryBudget do, so that a fleet facing a
+// full outage adds a bounded load instead of multiplying it by MaxAttempts.
+// Within any Window, a scope may retry Ratio × (first attempts in the
+// window) + MinPerSecond × Window times. First attempts are never refused.
+// A retry the budget refuses delivers the last response or error at once,
+// logged with reason "retry budget".
+//
+// The zero Budget means the defaults: Ratio 0.2, MinPerSecond 10, Window
+// 10s. A lone caller (one request at a time) never reaches them; a caller
+// whose every request fails is held to about 1.2 sends per request plus 10
+// retries a second. Set Disabled to turn the budget off.
+type Budget struct {
+	// Ratio is the retries allowed per first attempt. 0: 0.2; negative: none.
+	Ratio float64
+	// MinPerSecond is the retries allowed per second of Window whatever the
+	// traffic, so that a quiet scope may still retry. 0: 10; negative: none.
+	MinPerSecond int
+	// Window is how long first attempts and retries count. 0: 10s.
+	Window time.Duration
+	// Disabled turns the budget off: every retry the policy allows is made.
+	Disabled bool
+}
+
+// Budget defaults for the zero fields of a Budget.
+const (
+	DefaultBudgetRatio        = 0.2
+	DefaultBudgetMinPerSecond = 10
+	DefaultBudgetWindow       = 10 * time.Second
+)
+
+// budgetSlots is the number of time slots a window is counted in.
+const budgetSlots = 10
+
+// retryBudget is the state of one scope's Budget.
+type retryBudget struct {
+	ratio   float64
+	reserve float64 // MinPerSecond × Window
+	slot    time.Duration
+
+	mu      sync.Mutex
+	start   int64 // index of the newest slot
+	firsts  [budgetSlots]int64
+	retries [budgetSlots]int64
+}
+
+func newRetryBudget(b Budget) *retryBudget {
+	if b.Disabled {
+		return nil
+	}
+	ratio := b.Ratio
+	switch {
+	case ratio == 0:
+		ratio = DefaultBudgetRatio
+	case ratio < 0:
+		ratio = 0
+	}
+	perSec := b.MinPerSecond
+	switch {
+	case perSec == 0:
+		perSec = DefaultBudgetMinPerSecond
+	case perSec < 0:
+		perSec = 0
+	}
+	window := b.Window
+	if window <= 0 {
+		window = DefaultBudgetWindow
+	}
+	slot := max(window/budgetSlots, time.Nanosecond)
+	return &retryBudget{ratio: ratio, reserve: float64(perSec) * window.Seconds(), slot: slot}
+}
+
+// advance moves the ring to now, clearing slots that fell out of the window.
+func (b *retryBudget) advance(now time.Time) int {
+	idx := now.UnixNano() / int64(b.slot)
+	if gap := idx - b.start; gap > 0 {
+		for i := int64(1); i <= min(gap, budgetSlots); i++ {
+			j := (b.start + i) % budgetSlots
+			b.firsts[j], b.retries[j] = 0, 0
+		}
+		b.start = idx
+	}
+	return int(((b.start % budgetSlots) + budgetSlots) % budgetSlots)
+}
+
+// first records a first attempt.
+func (b *retryBudget) first(now time.Time) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.firsts[b.advance(now)]++
+	b.mu.Unlock()
+}
+
+// retry reports whether a retry may be made, and records it if so.
+func (b *retryBudget) retry(now time.Time) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := b.advance(now)
+	var firsts, retries int64
+	for j := range budgetSlots {
+		firsts += b.firsts[j]
+		retries += b.retries[j]
+	}
+	if b.ratio*float64(firsts)+b.reserve-float64(retries) < 1 {
+		return false
+	}
+	b.retries[i]++
+	return true
+}

@@ -1,0 +1,201 @@
+package heed_test
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heed-go/heed"
+)
+
+func TestPublishedQuotaLimitsTheScope(t *testing.T) {
+	tests := []struct {
+		name   string
+		header http.Header
+		free   int           // sends that go at once after the first
+		reset  time.Duration // when the next one may go
+	}{
+		{"X-RateLimit", hdr("X-RateLimit-Remaining", "2", "X-RateLimit-Reset", "10"), 2, 10 * time.Second},
+		{"X-RateLimit unix reset", nil, 1, 20 * time.Second}, // header set in the test, from the fake clock
+		{"RateLimit draft", hdr("RateLimit", `"default";r=1;t=5`), 1, 5 * time.Second},
+		{"RateLimit-Remaining", hdr("RateLimit-Remaining", "3", "RateLimit-Reset", "7"), 3, 7 * time.Second},
+		{"OpenAI", hdr("x-ratelimit-remaining-requests", "2", "x-ratelimit-reset-requests", "6s"), 2, 6 * time.Second},
+		{"zero left", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "3"), 0, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := tt.header
+				if h == nil {
+					// The fake clock starts in 2000, before Unix time 1e9,
+					// above which a reset is read as a Unix time: move on.
+					time.Sleep(time.Until(time.Unix(1e9+100, 0)))
+					h = hdr("X-RateLimit-Remaining", "1", "X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(20*time.Second).Unix(), 10))
+				}
+				rt := script(reply{status: 200, header: h, body: "ok"}, ok200)
+				tr := heed.New(rt)
+				start := time.Now()
+				for range tt.free + 2 {
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+					require.NoError(t, err)
+					resp.Body.Close()
+				}
+				s := rt.requests()
+				require.Len(t, s, tt.free+2)
+				for i := 1; i <= tt.free; i++ {
+					assert.Equal(t, start, s[i].at, "send %d is within the quota", i)
+				}
+				last := s[tt.free+1].at.Sub(start)
+				assert.GreaterOrEqual(t, last, tt.reset, "the send past the quota waits for the reset")
+				assert.LessOrEqual(t, last, tt.reset+20*time.Millisecond)
+			})
+		})
+	}
+}
+
+func TestPublishedQuotaDefersWhenResetIsTooFar(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := script(reply{status: 200, header: hdr("x-ratelimit-remaining-requests", "0", "x-ratelimit-reset-requests", "6m0s")})
+		tr := heed.New(rt)
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		start := time.Now()
+		_, err = tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+		var de *heed.DeferredError
+		require.ErrorAs(t, err, &de)
+		assert.Equal(t, 0, de.Attempts, "nothing sent")
+		assert.Equal(t, "cooling down", de.Reason)
+		assert.GreaterOrEqual(t, de.RetryAt.Sub(start), 6*time.Minute)
+		assert.Len(t, rt.requests(), 1)
+	})
+}
+
+func TestPublishedQuotaIgnored(t *testing.T) {
+	tests := []struct {
+		name   string
+		header http.Header
+	}{
+		{"malformed remaining", hdr("X-RateLimit-Remaining", "zero", "X-RateLimit-Reset", "10")},
+		{"malformed reset", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "soon")},
+		{"malformed RateLimit", hdr("RateLimit", `"default";r=0;t=`)},
+		{"negative", hdr("X-RateLimit-Remaining", "-1", "X-RateLimit-Reset", "10")},
+		{"served by a cache", hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "10", "Age", "30")},
+		{"absent", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(reply{status: 200, header: tt.header, body: "ok"})
+				tr := heed.New(rt)
+				start := time.Now()
+				for range 3 {
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+					require.NoError(t, err)
+					resp.Body.Close()
+				}
+				assert.Equal(t, start, time.Now(), "nothing waited")
+			})
+		})
+	}
+}
+
+// windowServer is an in-memory API with a fixed window of limit requests per
+// second. Over the limit it answers 429 with Retry-After in whole seconds to
+// the window's end; with publish, every answer carries the quota left.
+type windowServer struct {
+	limit   int
+	publish bool
+	latency time.Duration
+
+	mu     sync.Mutex
+	window int64
+	count  int
+	served int
+	refuse int
+}
+
+func (s *windowServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	time.Sleep(s.latency / 2)
+	now := time.Now()
+	s.mu.Lock()
+	w := now.UnixNano() / int64(time.Second)
+	if w != s.window {
+		s.window, s.count = w, 0
+	}
+	end := time.Unix(0, (w+1)*int64(time.Second))
+	toEnd := strconv.Itoa(int(math.Ceil(end.Sub(now).Seconds())))
+	h := http.Header{}
+	status := 200
+	if s.count >= s.limit {
+		status = 429
+		s.refuse++
+		h.Set("Retry-After", toEnd)
+	} else {
+		s.count++
+		s.served++
+	}
+	if s.publish {
+		h.Set("X-RateLimit-Limit", strconv.Itoa(s.limit))
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(s.limit-s.count))
+		h.Set("X-RateLimit-Reset", toEnd)
+	}
+	s.mu.Unlock()
+	time.Sleep(s.latency / 2)
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+}
+
+// TestHerdInMemory sends 200 requests from 16 goroutines to a 40/s window,
+// and compares heed with the window arithmetic.
+func TestHerdInMemory(t *testing.T) {
+	tests := []struct {
+		name       string
+		publish    bool
+		maxRefused int
+	}{
+		{"hints only", false, 16 * 5}, // the sends in flight when a window runs out: at most one per goroutine
+		{"published quota", true, 4},  // at most 2% of 200
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &windowServer{limit: 40, publish: tt.publish, latency: 2 * time.Millisecond}
+				tr := heed.New(srv, heed.WithPolicy(heed.Policy{MaxAttempts: 20}))
+				start := time.Now()
+				jobs := make(chan int)
+				var wg sync.WaitGroup
+				for range 16 {
+					wg.Go(func() {
+						for range jobs {
+							ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+							resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", "https://api.example/", nil))
+							cancel()
+							if assert.NoError(t, err) {
+								assert.Equal(t, 200, resp.StatusCode)
+							}
+						}
+					})
+				}
+				for i := range 200 {
+					jobs <- i
+				}
+				close(jobs)
+				wg.Wait()
+				took := time.Since(start)
+				ideal := 4 * time.Second // 200 at 40 a window: the fifth window opens at 4s
+				assert.Equal(t, 200, srv.served)
+				assert.LessOrEqual(t, srv.refuse, tt.maxRefused)
+				assert.LessOrEqual(t, took.Seconds(), 1.05*ideal.Seconds()+0.05, "took %v", took)
+				t.Logf("%s: took %v for ideal %v, 429s %d", tt.name, took, ideal, srv.refuse)
+			})
+		})
+	}
+}
