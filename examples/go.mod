@@ -1,0 +1,23 @@
+module github.com/heed-go/heed/examples
+
+go 1.26.0
+
+replace github.com/heed-go/heed => ../
+
+require (
+	github.com/heed-go/heed v0.0.0-00010101000000-000000000000
+	github.com/openai/openai-go/v3 v3.99.0
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+	go.uber.org/zap v1.28.0
+)
+
+require (
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)
