@@ -1,8 +1,19 @@
 package heed
 
 import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"syscall"
+	"time"
 )
 
 // Class is what a response or transport error means for retrying.
@@ -54,24 +65,407 @@ type Verdict struct {
 // but must leave it whole for the caller.
 type Classifier func(req *http.Request, resp *http.Response, err error) Verdict
 
-// DefaultClassifier classifies as the package documentation's table says.
+// classifyPeekLimit is the most DefaultClassifier reads of a response body.
+const classifyPeekLimit = 4 << 10
+
+// DefaultClassifier classifies a response or transport error as below. The
+// Reason strings are stable: match on them if you must.
+//
+// Responses are classified by status, then the two "should retry" headers
+// override the result:
+//
+//	status                                     class      reason
+//	1xx, 2xx, 3xx                              Deliver    "ok"
+//	429                                        Throttled  "rate limited"
+//	429, JSON body with OpenAI insufficient_quota
+//	     in error.code or error.type (or, when
+//	     the JSON is cut short, anywhere)      Terminal   "billing"
+//	429, problem+json "type" ending in
+//	     "quota-exceeded", and no valid Hint   Terminal   "quota"
+//	403 with Retry-After, or
+//	     X-RateLimit-Remaining: 0 (GitHub)     Throttled  "rate limited"
+//	403, JSON body saying "secondary rate
+//	     limit" or "abuse detection" (GitHub)  Throttled  "rate limited"
+//	other 403                                  Terminal   "forbidden"
+//	401                                        Terminal   "unauthorized"
+//	402                                        Terminal   "billing"
+//	404                                        Terminal   "not found"
+//	408                                        Transient  "request timeout"
+//	409, request has Idempotency-Key or
+//	     X-Idempotency-Key                     Transient  "in progress"
+//	422                                        Terminal   "unprocessable"
+//	425                                        Transient  "too early"
+//	other 4xx (409 without a key included)     Terminal   "client error"
+//	501                                        Terminal   "not implemented"
+//	503                                        Throttled  "unavailable"
+//	503, XML body with <Code>SlowDown</Code>
+//	     (AWS S3)                              Throttled  "slow down"
+//	505                                        Terminal   "version not supported"
+//	529 (Anthropic and others: overloaded)     Throttled  "overloaded"
+//	500, 502, 504, every other status ≥ 500    Ambiguous  "server error"
+//
+//	Stripe-Should-Retry or x-should-retry:
+//	     false, any status                     Terminal   "should not retry"
+//	     true, status ≥ 400 classed Throttled  Throttled  (reason kept: the
+//	                                                       server's hint still applies)
+//	     true, any other status ≥ 400          Transient  "should retry"
+//
+// When the two headers disagree, false wins. A body is read (with PeekBody,
+// at most 4 KiB, left whole for the caller) only for 429 and 403 when it may
+// be JSON (a JSON or problem+json Content-Type, or none or text/plain and a
+// body starting with '{'), and for 503 with an XML Content-Type; never on
+// success, which does not allocate.
+//
+// Transport errors are tested in this order, the first match wins:
+//
+//	error                                      class      reason
+//	the request's context is done, or
+//	     errors.Is(err, context.Canceled)      Deliver    "canceled"
+//	*net.DNSError with IsNotFound (NXDOMAIN)   Terminal   "host not found"
+//	TLS verification: x509.UnknownAuthorityError,
+//	     x509.CertificateInvalidError,
+//	     x509.HostnameError, x509.SystemRootsError,
+//	     *tls.CertificateVerificationError     Terminal   "tls verification"
+//	"unsupported protocol scheme" (net/http)   Terminal   "unsupported scheme"
+//	"stopped after N redirects" (http.Client)  Terminal   "too many redirects"
+//	ECONNREFUSED                               Transient  "connection refused"
+//	*net.OpError with Op "dial" or
+//	     "proxyconnect" (never reached the
+//	     server; a dial timeout included)      Transient  "dial failed"
+//	any other *net.DNSError (temporary)        Transient  "dns error"
+//	timeout: a net.Error whose Timeout() is
+//	     true, or context.DeadlineExceeded
+//	     not from the request's own context    Ambiguous  "timeout"
+//	ECONNRESET, ECONNABORTED, EPIPE            Ambiguous  "connection reset"
+//	io.EOF, io.ErrUnexpectedEOF                Ambiguous  "eof"
+//	anything else                              Ambiguous  "transport error"
+//
+// A nil response with a nil error is Ambiguous "transport error".
 func DefaultClassifier(req *http.Request, resp *http.Response, err error) Verdict {
 	if err != nil {
+		return classifyError(req, err)
+	}
+	if resp == nil {
 		return Verdict{Ambiguous, "transport error"}
 	}
-	switch {
-	case resp.StatusCode < 400:
-		return Verdict{Deliver, "ok"}
-	case resp.StatusCode == 429 || resp.StatusCode == 503:
-		return Verdict{Throttled, "rate limited"}
-	case resp.StatusCode >= 500:
-		return Verdict{Ambiguous, "server error"}
+	switch shouldRetry(resp.Header) {
+	case shouldRetryNo:
+		return Verdict{Terminal, "should not retry"}
+	case shouldRetryYes:
+		if resp.StatusCode >= 400 {
+			if v := classifyStatus(req, resp); v.Class == Throttled {
+				return v
+			}
+			return Verdict{Transient, "should retry"}
+		}
 	}
-	return Verdict{Terminal, "client error"}
+	return classifyStatus(req, resp)
+}
+
+// classifyStatus classifies a response by its status, headers and, for a
+// few statuses, the start of its body.
+func classifyStatus(req *http.Request, resp *http.Response) Verdict {
+	code := resp.StatusCode
+	switch {
+	case code < 400:
+		return Verdict{Deliver, "ok"}
+	case code == http.StatusTooManyRequests:
+		return classify429(resp)
+	case code == http.StatusForbidden:
+		if rateLimited403(resp) {
+			return Verdict{Throttled, "rate limited"}
+		}
+		return Verdict{Terminal, "forbidden"}
+	case code == http.StatusUnauthorized:
+		return Verdict{Terminal, "unauthorized"}
+	case code == http.StatusPaymentRequired:
+		return Verdict{Terminal, "billing"}
+	case code == http.StatusNotFound:
+		return Verdict{Terminal, "not found"}
+	case code == http.StatusRequestTimeout:
+		return Verdict{Transient, "request timeout"}
+	case code == http.StatusConflict && hasIdempotencyKey(req):
+		return Verdict{Transient, "in progress"}
+	case code == http.StatusUnprocessableEntity:
+		return Verdict{Terminal, "unprocessable"}
+	case code == http.StatusTooEarly:
+		return Verdict{Transient, "too early"}
+	case code < 500:
+		return Verdict{Terminal, "client error"}
+	case code == http.StatusNotImplemented:
+		return Verdict{Terminal, "not implemented"}
+	case code == http.StatusServiceUnavailable:
+		if s3SlowDown(resp) {
+			return Verdict{Throttled, "slow down"}
+		}
+		return Verdict{Throttled, "unavailable"}
+	case code == http.StatusHTTPVersionNotSupported:
+		return Verdict{Terminal, "version not supported"}
+	case code == 529:
+		return Verdict{Throttled, "overloaded"}
+	}
+	return Verdict{Ambiguous, "server error"}
+}
+
+// classify429 tells a rate limit from an exhausted quota or balance.
+func classify429(resp *http.Response) Verdict {
+	if b, ok := peekJSONBody(resp); ok {
+		switch bodyQuotaSignal(b) {
+		case bodyQuotaBilling:
+			return Verdict{Terminal, "billing"}
+		case bodyQuotaProblem:
+			if _, _, ok := Hint(resp, time.Now()); !ok {
+				return Verdict{Terminal, "quota"}
+			}
+		}
+	}
+	return Verdict{Throttled, "rate limited"}
+}
+
+// rateLimited403 reports whether a 403 is a rate limit rather than a
+// refusal: GitHub answers its primary limit with X-RateLimit-Remaining: 0,
+// and its secondary limit with Retry-After or a message saying so.
+func rateLimited403(resp *http.Response) bool {
+	h := resp.Header
+	if len(h["Retry-After"]) > 0 {
+		return true
+	}
+	if v := h["X-Ratelimit-Remaining"]; len(v) > 0 && strings.TrimSpace(v[0]) == "0" {
+		return true
+	}
+	if b, ok := peekJSONBody(resp); ok {
+		return bytes.Contains(b, []byte("secondary rate limit")) || bytes.Contains(b, []byte("abuse detection"))
+	}
+	return false
+}
+
+// s3SlowDown reports whether a 503 is AWS S3's SlowDown error.
+func s3SlowDown(resp *http.Response) bool {
+	if !strings.Contains(respContentType(resp), "xml") {
+		return false
+	}
+	b, _ := PeekBody(resp, classifyPeekLimit)
+	return bytes.Contains(b, []byte("<Code>SlowDown</Code>"))
+}
+
+func respContentType(resp *http.Response) string {
+	if v := resp.Header["Content-Type"]; len(v) > 0 {
+		return strings.ToLower(v[0])
+	}
+	return ""
+}
+
+// peekJSON peeks at the start of a body that may be JSON, and reports
+// whether it is.
+func peekJSONBody(resp *http.Response) ([]byte, bool) {
+	ct := respContentType(resp)
+	declared := strings.Contains(ct, "json")
+	if !declared && ct != "" && !strings.HasPrefix(ct, "text/plain") {
+		return nil, false
+	}
+	b, _ := PeekBody(resp, classifyPeekLimit)
+	if declared {
+		return b, len(b) > 0
+	}
+	t := bytes.TrimLeft(b, " \t\r\n")
+	return b, len(t) > 0 && t[0] == '{'
+}
+
+type bodyQuota uint8
+
+const (
+	bodyQuotaNone    bodyQuota = iota
+	bodyQuotaBilling           // OpenAI insufficient_quota: the balance ran out
+	bodyQuotaProblem           // a problem+json type ending in quota-exceeded
+)
+
+// bodyQuotaSignal reads the peeked start of a JSON error body. A body cut short
+// (by the peek limit or the server) is searched for the markers as text.
+func bodyQuotaSignal(b []byte) bodyQuota {
+	var doc struct {
+		Error any `json:"error"`
+		Type  any `json:"type"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		var syn *json.SyntaxError
+		if !errors.As(err, &syn) {
+			return bodyQuotaNone
+		}
+		if bytes.Contains(b, []byte("insufficient_quota")) {
+			return bodyQuotaBilling
+		}
+		if strings.HasSuffix(problemTypeInText(b), "quota-exceeded") {
+			return bodyQuotaProblem
+		}
+		return bodyQuotaNone
+	}
+	switch e := doc.Error.(type) {
+	case string:
+		if e == "insufficient_quota" {
+			return bodyQuotaBilling
+		}
+	case map[string]any:
+		if e["code"] == "insufficient_quota" || e["type"] == "insufficient_quota" {
+			return bodyQuotaBilling
+		}
+	}
+	if t, ok := doc.Type.(string); ok && strings.HasSuffix(t, "quota-exceeded") {
+		return bodyQuotaProblem
+	}
+	return bodyQuotaNone
+}
+
+// problemTypeInText returns the string value of the first "type" member in
+// JSON text that may be cut short, or "".
+func problemTypeInText(b []byte) string {
+	for {
+		i := bytes.Index(b, []byte(`"type"`))
+		if i < 0 {
+			return ""
+		}
+		b = b[i+len(`"type"`):]
+		rest := bytes.TrimLeft(b, " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue
+		}
+		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+		if len(rest) == 0 || rest[0] != '"' {
+			continue
+		}
+		rest = rest[1:]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 {
+			return string(rest[:j])
+		}
+		return ""
+	}
+}
+
+type shouldRetryHeader uint8
+
+const (
+	shouldRetryUnset shouldRetryHeader = iota
+	shouldRetryYes
+	shouldRetryNo
+)
+
+// shouldRetry reads Stripe-Should-Retry and x-should-retry; false wins.
+func shouldRetry(h http.Header) shouldRetryHeader {
+	r := shouldRetryUnset
+	for _, k := range [...]string{"Stripe-Should-Retry", "X-Should-Retry"} {
+		for _, v := range h[k] {
+			v = strings.TrimSpace(v)
+			switch {
+			case strings.EqualFold(v, "false"):
+				return shouldRetryNo
+			case strings.EqualFold(v, "true"):
+				r = shouldRetryYes
+			}
+		}
+	}
+	return r
+}
+
+// hasIdempotencyKey reports whether req carries an idempotency key.
+func hasIdempotencyKey(req *http.Request) bool {
+	if req == nil {
+		return false
+	}
+	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
+}
+
+// classifyError classifies a transport error; see DefaultClassifier.
+func classifyError(req *http.Request, err error) Verdict {
+	if (req != nil && req.Context().Err() != nil) || errors.Is(err, context.Canceled) {
+		return Verdict{Deliver, "canceled"}
+	}
+	var dnsErr *net.DNSError
+	isDNS := errors.As(err, &dnsErr)
+	if isDNS && dnsErr.IsNotFound {
+		return Verdict{Terminal, "host not found"}
+	}
+	if tlsVerification(err) {
+		return Verdict{Terminal, "tls verification"}
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "unsupported protocol scheme") {
+		return Verdict{Terminal, "unsupported scheme"}
+	}
+	if i := strings.Index(msg, "stopped after "); i >= 0 && strings.Contains(msg[i:], " redirects") {
+		return Verdict{Terminal, "too many redirects"}
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return Verdict{Transient, "connection refused"}
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect") {
+		return Verdict{Transient, "dial failed"}
+	}
+	if isDNS {
+		return Verdict{Transient, "dns error"}
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return Verdict{Ambiguous, "timeout"}
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) {
+		return Verdict{Ambiguous, "connection reset"}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return Verdict{Ambiguous, "eof"}
+	}
+	return Verdict{Ambiguous, "transport error"}
+}
+
+// tlsVerification reports whether err is a failure to verify the server's
+// certificate, which no retry fixes.
+func tlsVerification(err error) bool {
+	var (
+		cv  *tls.CertificateVerificationError
+		ua  x509.UnknownAuthorityError
+		uaP *x509.UnknownAuthorityError
+		ci  x509.CertificateInvalidError
+		ciP *x509.CertificateInvalidError
+		he  x509.HostnameError
+		heP *x509.HostnameError
+		sr  x509.SystemRootsError
+		srP *x509.SystemRootsError
+	)
+	return errors.As(err, &cv) ||
+		errors.As(err, &ua) || errors.As(err, &uaP) ||
+		errors.As(err, &ci) || errors.As(err, &ciP) ||
+		errors.As(err, &he) || errors.As(err, &heP) ||
+		errors.As(err, &sr) || errors.As(err, &srP)
 }
 
 // PeekBody reads at most n bytes of resp's body and leaves resp.Body whole:
-// a later read sees every byte from the start.
+// it replaces resp.Body with one that yields the bytes read, then the rest,
+// and whose Close closes the original body. It reads until it has n bytes or
+// the body ends; a shorter body's bytes come with a nil error. A read error
+// is returned with the bytes read before it, and a later read of resp.Body
+// meets it again. A nil body, http.NoBody or n <= 0 read nothing and leave
+// resp as it is. The returned bytes are shared with the new body: do not
+// modify them.
 func PeekBody(resp *http.Response, n int) ([]byte, error) {
-	return nil, nil
+	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || n <= 0 {
+		return nil, nil
+	}
+	orig := resp.Body
+	buf, err := io.ReadAll(io.LimitReader(orig, int64(n)))
+	if len(buf) == 0 && err == nil {
+		// Keep the body as it is when there was nothing to peek: an empty
+		// body needs no wrapper.
+		return buf, nil
+	}
+	resp.Body = &peekedBody{r: io.MultiReader(bytes.NewReader(buf), orig), c: orig}
+	return buf, err
 }
+
+// peekedBody is a response body whose start was read by PeekBody.
+type peekedBody struct {
+	r io.Reader
+	c io.Closer
+}
+
+func (b *peekedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func (b *peekedBody) Close() error { return b.c.Close() }
