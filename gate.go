@@ -101,28 +101,35 @@ func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 }
 
 func (g *memGate) Take(_ context.Context, scope string) (time.Time, error) {
-	now := time.Now()
+	return g.take(scope, time.Now()), nil
+}
+
+func (g *memGate) take(scope string, now time.Time) time.Time {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
 	if s.until.After(now) {
-		return s.until, nil
+		return s.until
 	}
 	if s.known && !s.reset.After(now) {
 		s.known = false // the quota's window is over
 	}
 	if s.known {
 		if s.avail <= 0 {
-			return s.reset, nil
+			return s.reset
 		}
 		s.avail--
 	}
 	s.inflight++
-	return time.Time{}, nil
+	return time.Time{}
 }
 
 func (g *memGate) Done(_ context.Context, scope string, q *Quota) error {
-	now := time.Now()
+	g.done(scope, q, time.Now())
+	return nil
+}
+
+func (g *memGate) done(scope string, q *Quota, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
@@ -131,7 +138,7 @@ func (g *memGate) Done(_ context.Context, scope string, q *Quota) error {
 	}
 	if q == nil || !q.Reset.After(now) {
 		s.atSnap = min(s.atSnap, s.inflight)
-		return nil
+		return
 	}
 	// A published figure counts every send the server had served. The
 	// sends still in flight when it arrives may come after it, so they are
@@ -143,7 +150,7 @@ func (g *memGate) Done(_ context.Context, scope string, q *Quota) error {
 		}
 		s.known, s.minR, s.atSnap = true, q.Remaining, s.inflight
 		s.avail = q.Remaining - s.inflight
-		return nil
+		return
 	}
 	if s.atSnap > 0 {
 		s.atSnap--
@@ -154,7 +161,7 @@ func (g *memGate) Done(_ context.Context, scope string, q *Quota) error {
 	if q.Reset.Before(s.reset) {
 		s.reset = q.Reset
 	}
-	return nil
+	return
 }
 
 // state returns scope's state, making it, and forgets idle scopes when

@@ -30,6 +30,7 @@ type Transport struct {
 	log        *zap.Logger
 	gate       Gate
 	quotas     QuotaGate // gate, when it enforces published quotas
+	mem        *memGate  // gate, when it is heed's own: called with the time
 	bodyBound  int64
 
 	budgetMu sync.Mutex
@@ -58,6 +59,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 		t.gate = NewGate()
 	}
 	t.quotas, _ = t.gate.(QuotaGate)
+	t.mem, _ = t.gate.(*memGate)
 	t.budgets = make(map[budgetKey]*retryBudget)
 	t.defPolicy = resolve(t.def, "default")
 	r, err := compileRoutes(t.routeSpecs)
@@ -152,12 +154,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	if p.keyHeader != "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && req.Header.Get(p.keyHeader) == "" {
 		rt.newKey = newIdempotencyKey()
-		rt.key = rt.newKey
-	} else {
-		rt.key = requestKey(req.Header, p.keyHeader)
 	}
-	rt.safe = p.retryUnsafe || rt.key != "" || idempotent(req.Method)
-	return rt.run()
+	return rt.run(start)
 }
 
 // roundTrip is the state of one RoundTrip call.
@@ -170,9 +168,7 @@ type roundTrip struct {
 	retries  *retryBudget // the scope's retry budget; nil: none
 	scope    string
 	body     replay
-	key      string // the idempotency key the request carries, if any
 	newKey   string // a key heed adds to every attempt, if any
-	safe     bool   // replay-safe: Ambiguous failures may be resent
 	taken    bool   // a QuotaGate admitted the current send: tell it when done
 
 	// the last attempt
@@ -181,20 +177,35 @@ type roundTrip struct {
 	took   time.Duration
 }
 
-func (rt *roundTrip) run() (*http.Response, error) {
+// key returns the idempotency key the request carries, if any.
+func (rt *roundTrip) key() string {
+	if rt.newKey != "" {
+		return rt.newKey
+	}
+	return requestKey(rt.req.Header, rt.p.keyHeader)
+}
+
+// replaySafe reports whether an Ambiguous failure may be resent: the method
+// is idempotent, the request carries an idempotency key, or the policy says
+// so.
+func (rt *roundTrip) replaySafe() bool {
+	return rt.p.retryUnsafe || idempotent(rt.req.Method) || rt.key() != ""
+}
+
+func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 	p := rt.p
 	for attempt := 1; ; attempt++ {
-		if err := rt.passGate(attempt); err != nil {
+		sent, err := rt.passGate(attempt, now)
+		if err != nil {
 			return nil, err
 		}
 		out, err := rt.request(attempt)
 		if err != nil {
-			rt.done(nil, time.Now())
+			rt.done(nil, sent)
 			return nil, err
 		}
-		sent := time.Now()
 		resp, err := rt.t.next.RoundTrip(out)
-		now := time.Now()
+		now = time.Now()
 		rt.done(resp, now)
 		rt.took = now.Sub(sent)
 		rt.err = err
@@ -203,6 +214,13 @@ func (rt *roundTrip) run() (*http.Response, error) {
 			rt.status = resp.StatusCode
 		}
 		v := p.classify(out, resp, err)
+
+		d := decision{route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, status: rt.status, verdict: v, err: err}
+		if v.Class == Deliver || v.Class == Terminal {
+			d.op = opDeliver
+			rt.t.logDecision(levelFor(v.Class), &d)
+			return resp, err
+		}
 
 		var hint time.Duration
 		var source string
@@ -216,16 +234,10 @@ func (rt *roundTrip) run() (*http.Response, error) {
 		if v.Class == Throttled && hinted {
 			rt.hold(now.Add(hint))
 		}
-
-		d := decision{route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, status: rt.status, verdict: v, err: err}
 		switch {
-		case v.Class == Deliver || v.Class == Terminal:
-			d.op = opDeliver
-			rt.t.logDecision(levelFor(v.Class), &d)
-			return resp, err
 		case attempt >= p.maxAttempts:
 			return rt.giveUp(&d, "attempts used up", resp, err)
-		case v.Class == Ambiguous && !rt.safe:
+		case v.Class == Ambiguous && !rt.replaySafe():
 			return rt.giveUp(&d, "not replay-safe", resp, err)
 		case !rt.body.canReplay():
 			return rt.giveUp(&d, "body not replayable", resp, err)
@@ -260,31 +272,41 @@ func (rt *roundTrip) run() (*http.Response, error) {
 		if err := sleep(rt.ctx, wait); err != nil {
 			return nil, err
 		}
+		now = time.Time{} // passGate reads the clock anew
 	}
 }
 
 // passGate waits while the scope is cooling down, or returns a
 // *DeferredError when that wait does not fit. With a QuotaGate it also
-// takes one of the scope's published sends. A gate error fails open.
-func (rt *roundTrip) passGate(attempt int) error {
+// takes one of the scope's published sends. A gate error fails open. It
+// returns the time it let the attempt through; now is the time it was
+// called, if the caller has it.
+func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := rt.p
 	for {
 		var nb time.Time
 		var err error
-		if rt.t.quotas != nil {
+		switch {
+		case rt.t.mem != nil:
+			if now.IsZero() {
+				now = time.Now()
+			}
+			nb = rt.t.mem.take(rt.scope, now)
+		case rt.t.quotas != nil:
 			nb, err = rt.t.quotas.Take(rt.ctx, rt.scope)
-		} else {
+			now = time.Now()
+		default:
 			nb, err = rt.t.gate.NotBefore(rt.ctx, rt.scope)
+			now = time.Now()
 		}
-		now := time.Now()
 		if err != nil {
 			rt.taken = false
 			rt.t.logDecision(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
-			return nil
+			return now, nil
 		}
 		if nb.IsZero() || (rt.t.quotas == nil && !nb.After(now)) {
 			rt.taken = rt.t.quotas != nil
-			return nil
+			return now, nil
 		}
 		// Not admitted: wait for the gate to open, then spread out, so
 		// that the scope's waiters do not all fire at the same instant.
@@ -300,13 +322,14 @@ func (rt *roundTrip) passGate(attempt int) error {
 			wait: wait, source: "gate", retryAt: now.Add(wait).Round(0), left: rt.deadline.left(now),
 		}
 		if !rt.deadline.fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
-			return rt.deferred(&d, attempt-1)
+			return now, rt.deferred(&d, attempt-1)
 		}
 		d.op = opGateWait
 		rt.t.logDecision(zapcore.InfoLevel, &d)
 		if err := sleep(rt.ctx, wait); err != nil {
-			return err
+			return now, err
 		}
+		now = time.Time{}
 	}
 }
 
@@ -327,6 +350,10 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time) {
 		if r, reset, _, ok := quota(resp.Header, now); ok {
 			q = &Quota{Remaining: r, Reset: now.Add(reset)}
 		}
+	}
+	if rt.t.mem != nil {
+		rt.t.mem.done(rt.scope, q, now)
+		return
 	}
 	if err := rt.t.quotas.Done(rt.ctx, rt.scope, q); err != nil {
 		rt.t.logDecision(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
@@ -379,7 +406,7 @@ func (rt *roundTrip) deferred(d *decision, attempts int) *DeferredError {
 		Method:   rt.req.Method,
 		URL:      redactURL(rt.req.URL),
 		Route:    rt.p.name,
-		Key:      rt.key,
+		Key:      rt.key(),
 		Attempts: attempts,
 		Status:   rt.status,
 		Reason:   d.verdict.Reason,
