@@ -17,6 +17,8 @@ const (
 	opDefer     = "defer"      // the wait does not fit: *DeferredError
 	opGateWait  = "gate wait"  // the scope is cooling down: wait before sending
 	opGateError = "gate error" // the gate failed: send anyway
+	opAttempt   = "attempt"    // an attempt was answered (observers only)
+	opBudget    = "budget"     // the retry budget refused a retry
 )
 
 // decision is what one log line says.

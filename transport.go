@@ -33,6 +33,8 @@ type Transport struct {
 	mem        *memGate  // gate, when it is heed's own: called with the time
 	bodyBound  int64
 
+	observe func(Event)
+
 	budgetMu sync.Mutex
 	budgets  map[budgetKey]*retryBudget
 }
@@ -216,9 +218,13 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		v := p.classify(out, resp, err)
 
 		d := decision{route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, status: rt.status, verdict: v, err: err}
+		if rt.t.observe != nil {
+			d.op = opAttempt
+			rt.t.notify(rt.ctx, &d)
+		}
 		if v.Class == Deliver || v.Class == Terminal {
 			d.op = opDeliver
-			rt.t.logDecision(levelFor(v.Class), &d)
+			rt.decide(levelFor(v.Class), &d)
 			return resp, err
 		}
 
@@ -262,12 +268,13 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			return nil, rt.deferred(&d, attempt)
 		}
 		if !rt.retries.retry(now) {
-			d.wait, d.source, d.retryAt = 0, "", time.Time{}
+			d.op, d.wait, d.source, d.retryAt = opBudget, 0, "", time.Time{}
 			d.verdict.Reason = reasonRetryBudget
-			return rt.giveUp(&d, reasonRetryBudget, resp, err)
+			rt.decide(zapcore.WarnLevel, &d)
+			return resp, err
 		}
 		d.op = opRetry
-		rt.t.logDecision(zapcore.InfoLevel, &d)
+		rt.decide(zapcore.InfoLevel, &d)
 		discard(resp)
 		if err := sleep(rt.ctx, wait); err != nil {
 			return nil, err
@@ -301,7 +308,7 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		if err != nil {
 			rt.taken = false
-			rt.t.logDecision(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
+			rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
 			return now, nil
 		}
 		if nb.IsZero() || (rt.t.quotas == nil && !nb.After(now)) {
@@ -325,7 +332,7 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 			return now, rt.deferred(&d, attempt-1)
 		}
 		d.op = opGateWait
-		rt.t.logDecision(zapcore.InfoLevel, &d)
+		rt.decide(zapcore.InfoLevel, &d)
 		if err := sleep(rt.ctx, wait); err != nil {
 			return now, err
 		}
@@ -356,7 +363,7 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time) {
 		return
 	}
 	if err := rt.t.quotas.Done(rt.ctx, rt.scope, q); err != nil {
-		rt.t.logDecision(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
 }
 
@@ -366,10 +373,16 @@ const (
 	reasonRetryBudget = "retry budget"
 )
 
+// decide logs d at level and tells the observer.
+func (rt *roundTrip) decide(level zapcore.Level, d *decision) {
+	rt.t.logDecision(level, d)
+	rt.t.notify(rt.ctx, d)
+}
+
 // hold extends the scope's gate; a gate error is logged and ignored.
 func (rt *roundTrip) hold(until time.Time) {
 	if err := rt.t.gate.Hold(rt.ctx, rt.scope, until); err != nil {
-		rt.t.logDecision(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
 }
 
@@ -395,13 +408,13 @@ func (rt *roundTrip) request(attempt int) (*http.Request, error) {
 func (rt *roundTrip) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {
 	d.op = opGiveUp
 	d.stop = why
-	rt.t.logDecision(zapcore.WarnLevel, d)
+	rt.decide(zapcore.WarnLevel, d)
 	return resp, err
 }
 
 func (rt *roundTrip) deferred(d *decision, attempts int) *DeferredError {
 	d.op = opDefer
-	rt.t.logDecision(zapcore.WarnLevel, d)
+	rt.decide(zapcore.WarnLevel, d)
 	return &DeferredError{
 		Method:   rt.req.Method,
 		URL:      redactURL(rt.req.URL),
