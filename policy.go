@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -252,8 +253,21 @@ type routeSpec struct {
 // routes matches requests to policies with a net/http.ServeMux, so pattern
 // syntax and precedence are exactly the standard library's.
 type routes struct {
-	mux *http.ServeMux
+	mux   *http.ServeMux
+	cache *routeCache
 }
+
+// routeCache remembers the policy of recent (method, host, path) triples,
+// since ServeMux allocates on every match. It holds at most
+// routeCacheSize entries and starts over when full.
+type routeCache struct {
+	mu sync.RWMutex
+	m  map[routeKey]*policy // nil policy: no route matched
+}
+
+type routeKey struct{ method, host, path string }
+
+const routeCacheSize = 4096
 
 // routeHandler marks a route in the mux; it is never served.
 type routeHandler struct{ p *policy }
@@ -271,7 +285,7 @@ func compileRoutes(specs []routeSpec) (r routes, err error) {
 			return routes{}, err
 		}
 	}
-	return routes{mux: mux}, nil
+	return routes{mux: mux, cache: &routeCache{m: make(map[routeKey]*policy)}}, nil
 }
 
 // handle registers h, turning ServeMux's panic on a bad pattern into an error.
@@ -291,11 +305,30 @@ func (r routes) match(req *http.Request) *policy {
 	if r.mux == nil || req.URL == nil || req.Method == http.MethodConnect {
 		return nil
 	}
-	m := req
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
 	}
+	k := routeKey{req.Method, host, req.URL.Path}
+	r.cache.mu.RLock()
+	pol, hit := r.cache.m[k]
+	r.cache.mu.RUnlock()
+	if hit {
+		return pol
+	}
+	pol = r.lookup(req, host)
+	r.cache.mu.Lock()
+	if len(r.cache.m) >= routeCacheSize {
+		clear(r.cache.m)
+	}
+	r.cache.m[k] = pol
+	r.cache.mu.Unlock()
+	return pol
+}
+
+// lookup asks the ServeMux for req's route.
+func (r routes) lookup(req *http.Request, host string) *policy {
+	m := req
 	p := cleanPath(req.URL.Path)
 	// ServeMux matches on r.Host and r.URL.Path and redirects unclean
 	// paths; a client request may carry neither form, so match a shallow
