@@ -100,12 +100,16 @@ func (u *Uploader) exists(ctx context.Context, key string) (bool, error) {
 	return false, rejected(err, cl)
 }
 
-// rejected turns an SDK error for a response into a *RejectedError that
-// shows the body; other errors (a deferral among them) pass as they are.
+// rejected turns an SDK error for a 4xx response that no wait fixes into a
+// *RejectedError that shows the body; other errors (a deferral, a 503 that
+// outlasted heed's attempts) pass as they are.
 func rejected(err error, cl *call) error {
 	var re *smithyhttp.ResponseError
 	if !errors.As(err, &re) {
 		return err
+	}
+	if s := re.HTTPStatusCode(); s < 400 || s >= 500 || s == http.StatusTooManyRequests || s == http.StatusRequestTimeout {
+		return err // retryable: heed used up its attempts
 	}
 	code := ""
 	var ae smithy.APIError
