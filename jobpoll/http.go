@@ -56,8 +56,7 @@ type HTTPChecker struct {
 // Check sends one status request and returns the state found at Field,
 // the server's hint for the next check (heed.Hint: Retry-After and the
 // other rate-limit headers), and the body. A response other than 2xx is an
-// *HTTPError; a body without a usable state is a *FieldError or a JSON
-// error. A *heed.DeferredError from the client's Transport comes back
+// *HTTPError; a body without a usable state is a *FieldError. A *heed.DeferredError from the client's Transport comes back
 // wrapped, so that errors.As finds it.
 func (h *HTTPChecker) Check(ctx context.Context) (Status, error) {
 	path, err := ParsePath(h.Field)

@@ -141,17 +141,17 @@ func (p Path) String() string {
 
 // Lookup reads the field at p in the JSON document doc and returns it as a
 // string: a JSON string as it is, a number as written, a boolean as "true"
-// or "false". A missing field, a null, an object or an array is a
-// *FieldError; a document that is not JSON is an error too.
+// or "false". A document that is not one JSON value, a missing field, a
+// null, an object or an array is a *FieldError.
 func (p Path) Lookup(doc []byte) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return "", fmt.Errorf("jobpoll: reading field %s: body is not JSON: %w", p, err)
+		return "", &FieldError{Path: p.String(), Reason: "body is not JSON", Err: err}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return "", fmt.Errorf("jobpoll: reading field %s: body is not one JSON value", p)
+		return "", &FieldError{Path: p.String(), Reason: "body is not JSON: more than one value"}
 	}
 	if len(p.steps) == 0 {
 		return "", &FieldError{Path: p.String(), Reason: "empty path"}
@@ -211,12 +211,21 @@ func kind(v any) string {
 type FieldError struct {
 	// Path is the path, as far as it could be followed, in ParsePath form.
 	Path string
-	// Reason is what was wrong there, such as "missing" or "not in an
-	// object: a string".
+	// Reason is what was wrong there, such as "missing", "not in an
+	// object: a string" or "body is not JSON".
 	Reason string
+	// Err is the JSON decoder's error, if any.
+	Err error
 }
 
-// Error returns "jobpoll: field PATH: REASON".
+// Error returns "jobpoll: field PATH: REASON", and Err if any.
 func (e *FieldError) Error() string {
-	return "jobpoll: field " + e.Path + ": " + e.Reason
+	s := "jobpoll: field " + e.Path + ": " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
+
+// Unwrap returns Err.
+func (e *FieldError) Unwrap() error { return e.Err }

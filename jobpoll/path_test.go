@@ -99,7 +99,9 @@ func TestPathLookup(t *testing.T) {
 	require.NoError(t, err)
 	for _, bad := range []string{"", "not json", `{"status":"x"} trailing`, `{"status":`} {
 		_, err := p.Lookup([]byte(bad))
-		assert.ErrorContains(t, err, "JSON", "%q", bad)
+		var fe *jobpoll.FieldError
+		assert.ErrorAs(t, err, &fe, "%q", bad)
+		assert.ErrorContains(t, err, "body is not JSON", "%q", bad)
 	}
 	_, err = jobpoll.Path{}.Lookup([]byte(`{}`))
 	assert.ErrorContains(t, err, "empty path")
