@@ -8,6 +8,8 @@
 // Commands:
 //
 //	demo    play rate-limiting scenarios against an in-process fake vendor
+//	get     send one request through heed; exit 75 with retry-at when it must wait
+//	poll    follow a job's status URL until a terminal state; exit 0 on success
 //
 // Run "heed help" for the list of commands, "heed <command> -h" for one
 // command's flags.
@@ -34,6 +36,14 @@ var commands = map[string]command{
 	"demo": {
 		summary: "play rate-limiting scenarios against an in-process fake vendor",
 		run:     runDemo,
+	},
+	"get": {
+		summary: "send one request through heed; exit 75 with retry-at when it must wait",
+		run:     runGet,
+	},
+	"poll": {
+		summary: "follow a job's status URL until a terminal state; exit 0 on success",
+		run:     runPoll,
 	},
 }
 

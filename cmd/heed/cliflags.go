@@ -1,0 +1,88 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// headerFlags collects repeated -H 'Name: value' flags, as curl takes them.
+type headerFlags struct {
+	header http.Header
+	host   string // a Host header, which net/http takes from Request.Host
+}
+
+// String returns the headers, one "Name: value" after another.
+func (h *headerFlags) String() string {
+	if h == nil {
+		return ""
+	}
+	var parts []string
+	for k, vs := range h.header {
+		for _, v := range vs {
+			parts = append(parts, k+": "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Set adds one "Name: value" header.
+func (h *headerFlags) Set(s string) error {
+	name, value, ok := strings.Cut(s, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.ContainsAny(name, " \t") {
+		return fmt.Errorf("want 'Name: value', got %q", s)
+	}
+	value = strings.TrimSpace(value)
+	if http.CanonicalHeaderKey(name) == "Host" {
+		h.host = value
+		return nil
+	}
+	if h.header == nil {
+		h.header = http.Header{}
+	}
+	h.header.Add(name, value)
+	return nil
+}
+
+// listFlag is a comma-separated list of words, such as job states.
+type listFlag []string
+
+// String returns the list as it is given.
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+// Set replaces the list with the comma-separated words of s; empty words
+// are dropped.
+func (l *listFlag) Set(s string) error {
+	*l = nil
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			*l = append(*l, w)
+		}
+	}
+	return nil
+}
+
+// parseInterspersed parses args with fs, allowing flags after positional
+// arguments too ("heed get URL --deadline 5s"), and returns the positional
+// ones. "--" ends flag parsing.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at "--" or at the first non-flag argument; the
+		// former is dropped from fs.Args, so look at what preceded it.
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+)
+
+// syncBuffer is a bytes.Buffer safe for the countdown's goroutine and the
+// test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCountdown asserts that a scheduled wait logged on a terminal draws a
+// countdown that ends, cleared, when the time comes.
+func TestCountdown(t *testing.T) {
+	var out syncBuffer
+	log, stop := newDecisionLogger(&out, false, true)
+	defer stop()
+	at := time.Now().Add(350 * time.Millisecond)
+	log.Info("retry", zap.String("op", "retry"), zap.Duration("wait", 350*time.Millisecond), zap.Time("retry_at", at))
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "next attempt in 0.") }, time.Second, 10*time.Millisecond)
+	time.Sleep(time.Until(at) + 3*countdownTick)
+	s := out.String()
+	assert.True(t, strings.HasSuffix(s, clearLine), "the countdown line is cleared at the end: %q", s)
+	assert.Equal(t, 1, strings.Count(s, "\n"), "only the log line ends a line")
+
+	// A log line clears the countdown before it is written, and a poll
+	// wait counts down to the next check.
+	log.Info("poll wait", zap.String("op", "poll wait"), zap.Time("next_check", time.Now().Add(time.Minute)))
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "next check in 1m0s") }, time.Second, 10*time.Millisecond)
+	log.Info("poll done", zap.String("op", "poll done"))
+	s = out.String()
+	assert.True(t, strings.HasSuffix(s, "\n"), "the countdown stopped when the next line came: %q", s)
+	assert.Contains(t, s, clearLine+"")
+}
+
+// TestNoCountdownOffTerminal asserts that off a terminal only log lines
+// are written.
+func TestNoCountdownOffTerminal(t *testing.T) {
+	var out syncBuffer
+	log, stop := newDecisionLogger(&out, true, false)
+	log.Info("retry", zap.String("op", "retry"), zap.Time("retry_at", time.Now().Add(time.Second)))
+	stop()
+	assert.NotContains(t, out.String(), "next attempt")
+	assert.NotContains(t, out.String(), "\r")
+	assert.True(t, strings.HasPrefix(out.String(), "{"), "JSON: %q", out.String())
+}
+
+func TestRemaining(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		1:                       "0.1s",
+		100 * time.Millisecond:  "0.1s",
+		1450 * time.Millisecond: "1.5s",
+		59 * time.Second:        "59.0s",
+		time.Minute:             "1m0s",
+		time.Minute + 1:         "1m1s",
+		10 * time.Minute:        "10m0s",
+	} {
+		assert.Equal(t, want, remaining(d), "%s", d)
+	}
+}
