@@ -16,11 +16,12 @@ const (
 	// DefaultMinWait is the least wait after a server hint when
 	// Poller.MinWait is 0.
 	DefaultMinWait = time.Second
-	// DefaultFirstBackoff and DefaultMaxBackoff shape the backoff used when
-	// Poller.Backoff is nil: heed.EqualJitter(DefaultFirstBackoff,
+	// DefaultFirstBackoff is the first wait, before jitter, of the backoff
+	// used when Poller.Backoff is nil: heed.EqualJitter(DefaultFirstBackoff,
 	// DefaultMaxBackoff).
 	DefaultFirstBackoff = time.Second
-	DefaultMaxBackoff   = 30 * time.Second
+	// DefaultMaxBackoff is the most the default backoff doubles to.
+	DefaultMaxBackoff = 30 * time.Second
 )
 
 var defaultBackoff = heed.EqualJitter(DefaultFirstBackoff, DefaultMaxBackoff)
