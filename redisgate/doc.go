@@ -1,0 +1,44 @@
+// Package redisgate is a heed.Gate kept in Redis, so that a fleet of
+// processes shares what each of them learns about a rate limit: when one
+// process is told to wait, every process waits, and a quota that a server
+// publishes is spent once by the whole fleet, not once per process.
+//
+// Give one gate to every Transport of every process:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+//	client := &http.Client{Transport: heed.New(nil, heed.WithGate(redisgate.New(rdb)))}
+//
+// # Storage
+//
+// Each scope is one Redis hash, named the prefix (WithPrefix) followed by
+// the scope. Every change is one Lua script, so it is atomic across the
+// fleet. Times are wall-clock Unix milliseconds taken from the clock of the
+// process that calls, so the processes' clocks must agree (as NTP keeps
+// them) to within the precision that matters for the limit; a hold's time
+// is rounded up to the next millisecond, so that no wait is shortened. The
+// hash expires, by a relative PEXPIRE, one second after the last time it
+// still needs passes: its hold, its quota's reset, and the lifetime of the
+// sends it counts in flight.
+//
+// # Sends in flight
+//
+// The quota accounting is heed's own (see heed.QuotaGate): it counts the
+// sends admitted and not yet answered. A process that dies mid-request
+// never reports its sends answered, so each is counted only for a bounded
+// time: WithMaxInFlight, d, one minute by default. A send admitted at t
+// stops counting between t+d and t+2d, answered or not. A send that takes
+// longer than d may stop counting before it is answered; its quota is then
+// counted when its answer arrives, as any answer is.
+//
+// # Failing open
+//
+// Redis is an aid, never a dependency: every Redis call is bounded by
+// WithTimeout (50ms by default), and when Redis is down or slow the gate
+// returns an error at once, which the Transport logs before sending
+// anyway. The gate also logs a warning itself, at most one a second, with
+// the number of failures it left out, and an info line when Redis answers
+// again. A go-redis client honours the timeout best with
+// ContextTimeoutEnabled set; without it, the gate stops waiting at the
+// timeout all the same, and the call it left finishes in the background
+// within the client's own ReadTimeout.
+package redisgate

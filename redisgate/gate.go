@@ -1,0 +1,171 @@
+package redisgate
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/heed-go/heed"
+)
+
+// expiryMargin is how long a scope's hash outlives the last time it needs:
+// room for the latency of the call that set it.
+const expiryMargin = time.Second
+
+// New returns a heed.Gate kept in Redis through client, which is also a
+// heed.QuotaGate: give it to the Transports of every process of a fleet
+// with heed.WithGate, and they share their holds and the quotas servers
+// publish. Every method fails open: when Redis does not answer within the
+// timeout it returns an error, which a Transport logs before sending
+// anyway. New does not call Redis; client must not be nil, and stays the
+// caller's to close.
+func New(client redis.UniversalClient, opts ...Option) heed.Gate {
+	if client == nil {
+		panic("redisgate: New with a nil client")
+	}
+	g := &gate{
+		client:   client,
+		prefix:   DefaultPrefix,
+		timeout:  DefaultTimeout,
+		life:     DefaultMaxInFlight,
+		margin:   expiryMargin,
+		bounded:  honoursContext(client),
+		inFlight: newTakes(),
+	}
+	g.warn.log = zap.NewNop()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(g)
+		}
+	}
+	return g
+}
+
+// gate is the Gate New returns.
+type gate struct {
+	client   redis.UniversalClient
+	prefix   string
+	timeout  time.Duration
+	life     time.Duration // least time a send counts in flight
+	margin   time.Duration
+	bounded  bool // client's calls end at the context's deadline
+	warn     warner
+	inFlight *takes // the buckets of this process's sends in flight
+}
+
+var _ heed.QuotaGate = (*gate)(nil)
+
+func (g *gate) key(scope string) string { return g.prefix + scope }
+
+// args returns the arguments every script takes first.
+func (g *gate) args(now int64, more ...any) []any {
+	return append([]any{now, g.life.Milliseconds(), g.margin.Milliseconds()}, more...)
+}
+
+// NotBefore returns the scope's hold or, when its published quota is spent,
+// the quota's reset, if that is later.
+func (g *gate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
+	f, err := call(g, ctx, "not before", scope, func(ctx context.Context) ([]any, error) {
+		return g.client.HMGet(ctx, g.key(scope), "u", "k", "a", "r").Result()
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	nb := field(f, 0)
+	if field(f, 1) == 1 && field(f, 2) <= 0 && field(f, 3) > nb {
+		nb = field(f, 3)
+	}
+	return unixMilli(nb), nil
+}
+
+// Hold sets the scope's hold to until, rounded up to the millisecond, if
+// that is later than the one it has.
+func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
+	now := time.Now()
+	if !until.After(now) {
+		return nil
+	}
+	_, err := call(g, ctx, "hold", scope, func(ctx context.Context) (int64, error) {
+		return holdScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), upMilli(until))...).Int64()
+	})
+	return err
+}
+
+// Take admits one send of scope and returns the zero time, or returns the
+// time to ask again: the scope's hold, or its spent quota's reset.
+func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
+	now := time.Now()
+	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
+		return takeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli())...).Int64Slice()
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(res) != 2 {
+		return time.Time{}, fmt.Errorf("redisgate: take %q: unexpected reply %v", scope, res)
+	}
+	if res[0] > 0 {
+		return time.UnixMilli(res[0]), nil
+	}
+	g.inFlight.add(scope, res[1])
+	return time.Time{}, nil
+}
+
+// Done records that a send Take admitted was answered, with the quota its
+// response published, if q is not nil.
+func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota) error {
+	now := time.Now()
+	bucket := g.inFlight.remove(scope)
+	var has, remaining, reset int64
+	if q != nil {
+		has, remaining, reset = 1, q.Remaining, upMilli(q.Reset)
+	}
+	_, err := call(g, ctx, "done", scope, func(ctx context.Context) (int64, error) {
+		return doneScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), bucket, has, remaining, reset)...).Int64()
+	})
+	return err
+}
+
+// field returns the i-th of the fields HMGET returned as a number; 0 when
+// it is absent.
+func field(f []any, i int) int64 {
+	if i >= len(f) {
+		return 0
+	}
+	s, ok := f[i].(string)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// unixMilli returns the time of ms Unix milliseconds; 0 is the zero time.
+func unixMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// upMilli returns t in Unix milliseconds, rounded up: a wait until it is
+// never shortened.
+func upMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if time.UnixMilli(ms).Before(t) {
+		ms++
+	}
+	return ms
+}
+
+// ceilMilli rounds d up to a whole millisecond.
+func ceilMilli(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
+}

@@ -1,0 +1,223 @@
+package redisgate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heed-go/heed"
+)
+
+// newGate returns a gate on a client of s.
+func newGate(t testing.TB, s *redisServer, opts ...Option) *gate {
+	return New(s.client(t), opts...).(*gate)
+}
+
+func TestNewIsQuotaGate(t *testing.T) {
+	s := startRedis(t)
+	_, ok := New(s.client(t)).(heed.QuotaGate)
+	assert.True(t, ok)
+	assert.Panics(t, func() { New(nil) })
+}
+
+func TestHoldExtendsNeverShortens(t *testing.T) {
+	s := startRedis(t)
+	g := newGate(t, s)
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	nb, err := g.NotBefore(ctx, "s")
+	require.NoError(t, err)
+	assert.True(t, nb.IsZero(), "an unknown scope lets requests through")
+	steps := []struct {
+		name string
+		hold time.Duration
+		want time.Duration
+	}{
+		{"first", 10 * time.Second, 10 * time.Second},
+		{"shorter", 5 * time.Second, 10 * time.Second},
+		{"longer", 20 * time.Second, 20 * time.Second},
+		{"past", -time.Second, 20 * time.Second},
+		{"same", 20 * time.Second, 20 * time.Second},
+	}
+	for _, st := range steps {
+		require.NoError(t, g.Hold(ctx, "s", now.Add(st.hold)), st.name)
+		nb, err := g.NotBefore(ctx, "s")
+		require.NoError(t, err)
+		assert.Equal(t, now.Add(st.want).UnixMilli(), nb.UnixMilli(), st.name)
+		at, err := g.Take(ctx, "s")
+		require.NoError(t, err)
+		assert.Equal(t, now.Add(st.want).UnixMilli(), at.UnixMilli(), "%s: Take answers the hold", st.name)
+	}
+	nb, err = g.NotBefore(ctx, "other")
+	require.NoError(t, err)
+	assert.True(t, nb.IsZero(), "scopes are separate")
+}
+
+func TestHoldRoundsUp(t *testing.T) {
+	s := startRedis(t)
+	g := newGate(t, s)
+	tests := []struct {
+		name  string
+		extra time.Duration // past a whole millisecond
+		want  time.Duration // past the same millisecond
+	}{
+		{"whole", 0, 0},
+		{"1ns", time.Nanosecond, time.Millisecond},
+		{"999µs", 999 * time.Microsecond, time.Millisecond},
+	}
+	base := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			until := base.Add(tt.extra)
+			require.NoError(t, g.Hold(t.Context(), tt.name, until))
+			nb, err := g.NotBefore(t.Context(), tt.name)
+			require.NoError(t, err)
+			assert.False(t, nb.Before(until), "never sooner than asked")
+			assert.Equal(t, base.Add(tt.want), nb)
+		})
+	}
+}
+
+func TestHoldExpires(t *testing.T) {
+	s := startRedis(t)
+	g := newGate(t, s)
+	g.margin = 50 * time.Millisecond
+	ctx := t.Context()
+	until := time.Now().Add(300 * time.Millisecond)
+	require.NoError(t, g.Hold(ctx, "s", until))
+	ttl, err := g.client.PTTL(ctx, "heed:gate:s").Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 200*time.Millisecond)
+	assert.LessOrEqual(t, ttl, 352*time.Millisecond, "the hold plus the margin, to the millisecond")
+
+	// A later hold extends the key's life too.
+	require.NoError(t, g.Hold(ctx, "s", until.Add(200*time.Millisecond)))
+	ttl, err = g.client.PTTL(ctx, "heed:gate:s").Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 400*time.Millisecond)
+
+	time.Sleep(time.Until(until.Add(250 * time.Millisecond)))
+	nb, err := g.NotBefore(ctx, "s")
+	require.NoError(t, err)
+	assert.False(t, nb.After(time.Now()), "a passed hold lets requests through")
+	at, err := g.Take(ctx, "s")
+	require.NoError(t, err)
+	assert.True(t, at.IsZero())
+	require.NoError(t, g.Done(ctx, "s", nil))
+
+	// With no hold, no quota and nothing in flight, the key goes away at
+	// the margin after the hold.
+	require.Eventually(t, func() bool {
+		n, err := g.client.Exists(ctx, "heed:gate:s").Result()
+		return err == nil && n == 0
+	}, 3*time.Second, 20*time.Millisecond)
+}
+
+func TestPrefix(t *testing.T) {
+	s := startRedis(t)
+	tests := []struct {
+		name string
+		opts []Option
+		key  string
+	}{
+		{"default", nil, "heed:gate:api.example"},
+		{"set", []Option{WithPrefix("svc:limits:")}, "svc:limits:api.example"},
+		{"empty", []Option{WithPrefix("")}, "api.example"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := s.client(t)
+			require.NoError(t, c.FlushAll(t.Context()).Err())
+			g := New(c, tt.opts...)
+			require.NoError(t, g.Hold(t.Context(), "api.example", time.Now().Add(time.Minute)))
+			keys, err := c.Keys(t.Context(), "*").Result()
+			require.NoError(t, err)
+			assert.Equal(t, []string{tt.key}, keys)
+		})
+	}
+	// Gates with different prefixes do not see each other.
+	c := s.client(t)
+	a, b := New(c, WithPrefix("a:")), New(c, WithPrefix("b:"))
+	require.NoError(t, a.Hold(t.Context(), "x", time.Now().Add(time.Minute)))
+	nb, err := b.NotBefore(t.Context(), "x")
+	require.NoError(t, err)
+	assert.True(t, nb.IsZero())
+}
+
+func TestTwoGatesShareAScope(t *testing.T) {
+	s := startRedis(t)
+	a, b := newGate(t, s), newGate(t, s)
+	ctx := t.Context()
+	until := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	require.NoError(t, a.Hold(ctx, "s", until))
+	at, err := b.Take(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, until, at, "b sees a's hold")
+
+	reset := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	at, err = b.Take(ctx, "q")
+	require.NoError(t, err)
+	require.True(t, at.IsZero())
+	require.NoError(t, b.Done(ctx, "q", &heed.Quota{Remaining: 1, Reset: reset}))
+	at, err = a.Take(ctx, "q")
+	require.NoError(t, err)
+	assert.True(t, at.IsZero(), "a takes the last send b learned of")
+	at, err = b.Take(ctx, "q")
+	require.NoError(t, err)
+	assert.Equal(t, reset, at, "and b waits for the reset")
+}
+
+func TestScopeKeyExpiresWithItsQuotaAndSends(t *testing.T) {
+	s := startRedis(t)
+	g := newGate(t, s, WithMaxInFlight(10*time.Second))
+	ctx := t.Context()
+	at, err := g.Take(ctx, "s")
+	require.NoError(t, err)
+	require.True(t, at.IsZero())
+	ttl, err := g.client.PTTL(ctx, "heed:gate:s").Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 10*time.Second, "a send in flight counts at least the lifetime")
+	assert.LessOrEqual(t, ttl, 20*time.Second+expiryMargin+2*time.Millisecond, "and less than two")
+
+	require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 5, Reset: time.Now().Add(time.Hour)}))
+	ttl, err = g.client.PTTL(ctx, "heed:gate:s").Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 59*time.Minute, "the quota lives to its reset")
+	assert.LessOrEqual(t, ttl, time.Hour+expiryMargin+2*time.Millisecond)
+}
+
+func TestClientKinds(t *testing.T) {
+	s := startRedis(t)
+	tests := []struct {
+		name    string
+		client  func() redis.UniversalClient
+		bounded bool
+	}{
+		{"client with context timeouts", func() redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: true})
+		}, true},
+		{"client", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.addr}) }, false},
+		{"universal", func() redis.UniversalClient {
+			return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{s.addr}, ContextTimeoutEnabled: true})
+		}, true},
+		{"ring", func() redis.UniversalClient {
+			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": s.addr}})
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.client()
+			defer c.Close()
+			g := New(c).(*gate)
+			assert.Equal(t, tt.bounded, g.bounded)
+			until := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+			require.NoError(t, g.Hold(t.Context(), tt.name, until))
+			at, err := g.Take(t.Context(), tt.name)
+			require.NoError(t, err)
+			assert.Equal(t, until, at)
+		})
+	}
+}

@@ -1,0 +1,67 @@
+package redisgate
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Option configures a gate made by New.
+type Option interface {
+	apply(*gate)
+}
+
+type optionFunc func(*gate)
+
+func (f optionFunc) apply(g *gate) { f(g) }
+
+// Defaults of the options.
+const (
+	DefaultPrefix      = "heed:gate:"
+	DefaultTimeout     = 50 * time.Millisecond
+	DefaultMaxInFlight = time.Minute
+)
+
+// WithPrefix sets the prefix of the gate's Redis keys: a scope's hash is
+// the prefix followed by the scope. Default: DefaultPrefix, "heed:gate:".
+// Gates share their scopes only if they share the prefix.
+func WithPrefix(prefix string) Option {
+	return optionFunc(func(g *gate) { g.prefix = prefix })
+}
+
+// WithTimeout bounds every Redis call of the gate; a call that takes longer
+// fails, and the request it served goes on without the gate. Default:
+// DefaultTimeout, 50ms; zero or less also means the default.
+func WithTimeout(d time.Duration) Option {
+	return optionFunc(func(g *gate) {
+		if d <= 0 {
+			d = DefaultTimeout
+		}
+		g.timeout = d
+	})
+}
+
+// WithLogger sets the logger of the gate's warnings about Redis failures,
+// at most one a second. Default: zap.NewNop(); nil also means it.
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(g *gate) {
+		if l == nil {
+			l = zap.NewNop()
+		}
+		g.warn.log = l
+	})
+}
+
+// WithMaxInFlight sets d, the least time a send the gate admitted counts as
+// in flight when its answer never comes (its process died): it stops
+// counting between d and 2d after it was admitted. Make d longer than the
+// longest request. Default: DefaultMaxInFlight, one minute; it is rounded
+// up to a whole millisecond, and zero or less means the default.
+func WithMaxInFlight(d time.Duration) Option {
+	return optionFunc(func(g *gate) {
+		if d <= 0 {
+			d = DefaultMaxInFlight
+		}
+		g.life = ceilMilli(d)
+	})
+}

@@ -1,0 +1,207 @@
+package redisgate
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heed-go/heed"
+)
+
+// step is one call to a gate in a quota sequence. Times are offsets from
+// the sequence's start.
+type step struct {
+	op    string        // take, done, hold, nb (NotBefore) or sleep
+	left  int64         // done: the remaining a response published; -1: none
+	at    time.Duration // done: the reset; hold: the hold; sleep: until when
+	want  time.Duration // take, nb: the time answered; 0: the zero time
+	times int           // take: how many, all answered alike; 0: 1
+}
+
+func take(want time.Duration, times int) step { return step{op: "take", want: want, times: times} }
+func done(left int64, reset time.Duration) step {
+	return step{op: "done", left: left, at: reset}
+}
+func hold(until time.Duration) step { return step{op: "hold", at: until} }
+func nb(want time.Duration) step    { return step{op: "nb", want: want} }
+func sleepTo(at time.Duration) step { return step{op: "sleep", at: at} }
+
+var quotaSequences = []struct {
+	name  string
+	steps []step
+}{
+	{"answers out of order", []step{
+		// Four sends go out before any quota is known. The server
+		// served them in order, leaving 9, 8, 7, 6 of 10; the answers
+		// arrive out of order.
+		take(0, 4),
+		done(7, time.Minute), done(6, time.Minute), done(9, time.Minute), done(8, time.Minute),
+		take(0, 6),
+		take(time.Minute, 1),
+		nb(time.Minute),
+	}},
+	{"zero left", []step{
+		take(0, 1), done(0, 10*time.Second),
+		take(10*time.Second, 2), nb(10 * time.Second),
+	}},
+	{"hold before the quota", []step{
+		take(0, 1), done(0, 10*time.Second),
+		hold(20 * time.Second),
+		take(20*time.Second, 1), nb(20 * time.Second),
+	}},
+	{"quota before the hold", []step{
+		hold(5 * time.Second),
+		take(5*time.Second, 1), nb(5 * time.Second),
+	}},
+	{"reset passes", []step{
+		take(0, 1), done(0, 150*time.Millisecond),
+		take(150*time.Millisecond, 1),
+		sleepTo(200 * time.Millisecond),
+		take(0, 3), nb(0),
+	}},
+	{"same figure twice gives a send back, earlier reset wins", []step{
+		take(0, 2),
+		done(5, 10*time.Second), // one more in flight: 4 left
+		done(5, 9*time.Second),  // it was served before: 5
+		take(0, 5), take(9*time.Second, 1),
+	}},
+	{"lower figure sets the count", []step{
+		take(0, 3),
+		done(10, time.Minute), // 8
+		done(4, time.Minute),  // others spent it: 4 - 1
+		done(-1, 0),
+		take(0, 3), take(time.Minute, 1),
+	}},
+	{"answers without a quota", []step{
+		take(0, 2), done(-1, 0), done(-1, 0),
+		take(0, 3), nb(0),
+	}},
+	{"a past reset is no quota", []step{
+		take(0, 1), done(0, -time.Second),
+		take(0, 2),
+	}},
+	{"in flight when the quota comes", []step{
+		take(0, 3),
+		done(2, time.Minute), // two more in flight: 0 left
+		take(time.Minute, 1), nb(time.Minute),
+		done(1, time.Minute), // lower: 1 - 1 in flight
+		take(time.Minute, 1),
+		done(-1, 0), // answered without a figure: no send comes back
+		take(time.Minute, 1),
+	}},
+	{"answered before the quota was known", []step{
+		take(0, 2), done(-1, 0),
+		done(3, time.Minute), // nothing in flight: 3
+		take(0, 3), take(time.Minute, 1),
+	}},
+}
+
+// TestQuotaMatchesMemGate runs each sequence against heed's in-memory gate
+// and a redisgate, and wants both to answer as the sequence says.
+func TestQuotaMatchesMemGate(t *testing.T) {
+	s := startRedis(t)
+	for _, seq := range quotaSequences {
+		t.Run(seq.name, func(t *testing.T) {
+			gates := []struct {
+				name string
+				g    heed.QuotaGate
+			}{
+				{"memGate", heed.NewGate().(heed.QuotaGate)},
+				{"redisgate", newGate(t, s, WithPrefix(t.Name()+":"))},
+			}
+			start := time.Now().Truncate(time.Millisecond)
+			at := func(d time.Duration) time.Time {
+				if d == 0 {
+					return time.Time{}
+				}
+				return start.Add(d)
+			}
+			for i, st := range seq.steps {
+				where := fmt.Sprintf("step %d: %+v", i, st)
+				if st.op == "sleep" {
+					time.Sleep(time.Until(start.Add(st.at)))
+					continue
+				}
+				for _, g := range gates {
+					ctx := t.Context()
+					switch st.op {
+					case "take":
+						for n := range max(st.times, 1) {
+							got, err := g.g.Take(ctx, "s")
+							require.NoError(t, err)
+							assert.True(t, at(st.want).Equal(got), "%s: %s: take %d: got %v", g.name, where, n, got)
+						}
+					case "done":
+						var q *heed.Quota
+						if st.left >= 0 {
+							q = &heed.Quota{Remaining: st.left, Reset: start.Add(st.at)}
+						}
+						require.NoError(t, g.g.Done(ctx, "s", q))
+					case "hold":
+						require.NoError(t, g.g.Hold(ctx, "s", start.Add(st.at)))
+					case "nb":
+						got, err := g.g.NotBefore(ctx, "s")
+						require.NoError(t, err)
+						if st.want == 0 {
+							assert.False(t, got.After(time.Now()), "%s: %s: got %v", g.name, where, got)
+						} else {
+							assert.True(t, at(st.want).Equal(got), "%s: %s: got %v", g.name, where, got)
+						}
+					default:
+						t.Fatalf("unknown op %q", st.op)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSendsInFlightAge: a send whose answer never comes stops counting
+// after between one and two lifetimes, so that a dead process does not
+// shrink the fleet's quota for ever.
+func TestSendsInFlightAge(t *testing.T) {
+	s := startRedis(t)
+	const life = 200 * time.Millisecond
+	g := newGate(t, s, WithMaxInFlight(life))
+	dead := newGate(t, s, WithMaxInFlight(life)) // a process that dies mid-request
+	ctx := t.Context()
+	// Start at the beginning of a bucket, so the bounds are sharp.
+	time.Sleep(time.Until(time.Now().Truncate(life).Add(life + 5*time.Millisecond)))
+	for range 3 {
+		at, err := dead.Take(ctx, "s")
+		require.NoError(t, err)
+		require.True(t, at.IsZero())
+	}
+	reset := time.Now().Add(time.Minute)
+	quota := func() int {
+		at, err := g.Take(ctx, "s")
+		require.NoError(t, err)
+		require.True(t, at.IsZero())
+		require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 10, Reset: reset}))
+		n := 0
+		for {
+			at, err := g.Take(ctx, "s")
+			require.NoError(t, err)
+			if !at.IsZero() {
+				break
+			}
+			n++
+		}
+		for range n {
+			require.NoError(t, g.Done(ctx, "s", nil))
+		}
+		return n
+	}
+	assert.Equal(t, 10-3, quota(), "the dead process's three sends count")
+
+	time.Sleep(life)
+	require.NoError(t, g.client.HSet(ctx, "heed:gate:s", "k", 0).Err()) // forget the quota, keep the sends
+	assert.Equal(t, 10-3, quota(), "still, a lifetime later")
+
+	time.Sleep(life)
+	require.NoError(t, g.client.HSet(ctx, "heed:gate:s", "k", 0).Err())
+	assert.Equal(t, 10, quota(), "not after two")
+}

@@ -1,0 +1,138 @@
+package redisgate
+
+import "github.com/redis/go-redis/v9"
+
+// The scripts share one prelude, which reads the scope's hash and ages its
+// sends in flight, and one save function, which writes the hash back with
+// its expiry. Every script takes KEYS[1], the scope's hash, and ARGV[1],
+// now; ARGV[2], the in-flight lifetime; ARGV[3], the expiry margin: all in
+// Unix milliseconds. The hash's fields mirror heed's in-memory gate:
+//
+//	u  hold: nothing is sent before it
+//	k  1 while a quota is known, until r
+//	a  sends that may still be admitted before r
+//	r  the quota's reset
+//	m  the lowest remaining published in this window
+//	s  sends in flight when m was published, not yet answered
+//	b  the newer in-flight bucket: the sends admitted in [b, b+1) lifetimes
+//	n  sends in flight admitted in bucket b
+//	o  sends in flight admitted in bucket b-1
+const prelude = `
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local life = tonumber(ARGV[2])
+local margin = tonumber(ARGV[3])
+local f = redis.call('HMGET', key, 'u', 'k', 'a', 'r', 'm', 's', 'b', 'n', 'o')
+local u = tonumber(f[1]) or 0
+local k = tonumber(f[2]) or 0
+local a = tonumber(f[3]) or 0
+local r = tonumber(f[4]) or 0
+local m = tonumber(f[5]) or 0
+local s = tonumber(f[6]) or 0
+local b = tonumber(f[7]) or 0
+local n = tonumber(f[8]) or 0
+local o = tonumber(f[9]) or 0
+-- A send counts in flight while its bucket is b or b-1: a process that
+-- dies mid-request leaks it for two lifetimes at most. A caller whose
+-- clock is behind counts in the newest bucket.
+local cur = math.floor(now / life)
+if cur > b then
+  if cur == b + 1 then o = n else o = 0 end
+  n = 0
+  b = cur
+  if s > o then s = o end
+end
+local function int(x)
+  return string.format('%.0f', x)
+end
+local function save()
+  local keep = u
+  if k == 1 and r > keep then keep = r end
+  if n > 0 then
+    keep = math.max(keep, (b + 2) * life)
+  elseif o > 0 then
+    keep = math.max(keep, (b + 1) * life)
+  end
+  if keep <= now then
+    redis.call('DEL', key)
+    return
+  end
+  redis.call('HSET', key, 'u', int(u), 'k', int(k), 'a', int(a), 'r', int(r), 'm', int(m),
+    's', int(s), 'b', int(b), 'n', int(n), 'o', int(o))
+  redis.call('PEXPIRE', key, int(keep - now + margin))
+end
+`
+
+// holdScript extends the hold to ARGV[4] if that is later, and returns the
+// hold.
+var holdScript = redis.NewScript(prelude + `
+local t = tonumber(ARGV[4])
+if t > u then
+  u = t
+  save()
+end
+return u
+`)
+
+// takeScript admits one send and returns {0, its bucket}, or returns
+// {the time to ask again, -1}: heed's memGate.take.
+var takeScript = redis.NewScript(prelude + `
+if u > now then
+  return {u, -1}
+end
+if k == 1 and r <= now then
+  k = 0
+end
+if k == 1 then
+  if a <= 0 then
+    return {r, -1}
+  end
+  a = a - 1
+end
+n = n + 1
+save()
+return {0, b}
+`)
+
+// doneScript records that a send admitted in bucket ARGV[4] (-1: none
+// known) was answered, with the quota ARGV[6] sends left until ARGV[7]
+// when ARGV[5] is 1: heed's memGate.done.
+var doneScript = redis.NewScript(prelude + `
+local tb = tonumber(ARGV[4])
+if tb >= 0 then
+  if tb == b and n > 0 then
+    n = n - 1
+  elseif tb == b - 1 and o > 0 then
+    o = o - 1
+  end
+end
+local inflight = n + o
+local qr = tonumber(ARGV[6])
+local qt = tonumber(ARGV[7])
+if ARGV[5] ~= '1' or qt <= now then
+  if s > inflight then s = inflight end
+  save()
+  return 0
+end
+-- A published figure counts every send the server had served. The sends
+-- still in flight when it arrives may come after it, so they are set
+-- against it; when one of them answers with a higher figure, it was
+-- served before, was counted already, and gives its send back.
+local live = k == 1 and r > now
+if not live or qr < m then
+  if not live or qt < r then r = qt end
+  k = 1
+  m = qr
+  s = inflight
+  a = qr - inflight
+  save()
+  return 0
+end
+if s > 0 then
+  s = s - 1
+  a = a + 1
+end
+if qt < r then r = qt end
+save()
+return 0
+`)

@@ -1,0 +1,82 @@
+package redisgate
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// redisServer is a redis-server the tests started on a free loopback port.
+type redisServer struct {
+	addr string
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+
+	once sync.Once
+}
+
+// startRedis starts a redis-server for t and stops it when t ends. It skips
+// t when the binary is missing.
+func startRedis(t testing.TB) *redisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not found: install it (Debian, Ubuntu: apt-get install -y redis-server) to run the redisgate tests")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, l.Close())
+	s := &redisServer{addr: "127.0.0.1:" + port, out: &bytes.Buffer{}}
+	s.cmd = exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	require.NoError(t, s.cmd.Start())
+	t.Cleanup(s.stop)
+
+	c := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return s
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			t.Fatalf("redis-server on %s did not answer: %v\n%s", s.addr, err, s.out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop kills the server, at once, and waits for it to exit.
+func (s *redisServer) stop() {
+	s.once.Do(func() {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	})
+}
+
+// client returns a client of s that honours contexts' deadlines, closed
+// when t ends.
+func (s *redisServer) client(t testing.TB) *redis.Client {
+	return s.clientWith(t, true)
+}
+
+// clientWith returns a client of s, closed when t ends; ctxTimeout sets
+// its ContextTimeoutEnabled.
+func (s *redisServer) clientWith(t testing.TB, ctxTimeout bool) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: ctxTimeout})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
