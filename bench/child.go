@@ -38,10 +38,12 @@ type uploadResult struct {
 	Status int    `json:"status"`
 	Err    string `json:"err,omitempty"`
 	HWMKiB int64  `json:"hwm_kib"` // VmHWM of the child, from /proc/self/status
+	Killed bool   `json:"-"`       // still running past its limit
 }
 
 // childUpload PUTs the file at HEED_BENCH_FILE to HEED_BENCH_URL with the
-// client HEED_BENCH_CLIENT, and reports how it ended.
+// client HEED_BENCH_CLIENT, within HEED_BENCH_LIMIT, and reports how it
+// ended.
 func childUpload() int {
 	c, ok := clientNamed(os.Getenv("HEED_BENCH_CLIENT"))
 	if !ok {
@@ -59,7 +61,11 @@ func childUpload() int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	limit, err := time.ParseDuration(os.Getenv("HEED_BENCH_LIMIT"))
+	if err != nil {
+		limit = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	d := c.New()
 	r := d.Do(&Call{Ctx: ctx, Method: http.MethodPut, URL: os.Getenv("HEED_BENCH_URL"), File: f, Size: fi.Size(),
@@ -89,13 +95,27 @@ func vmHWM() int64 {
 }
 
 // runUpload starts an upload child and returns its report and its peak
-// RSS in KiB, from the kernel's rusage when /proc gives none.
-func runUpload(env *Env, client, url, file string) (uploadResult, int64, error) {
-	cmd := exec.Command(env.Exe)
-	cmd.Env = append(os.Environ(), childEnv+"=upload", "HEED_BENCH_CLIENT="+client, "HEED_BENCH_URL="+url, "HEED_BENCH_FILE="+file)
+// RSS in KiB (VmHWM, or the kernel's rusage when /proc gives none). A child
+// still running 2 s past limit is killed; its report then says so.
+func runUpload(env *Env, client, url, file string, limit time.Duration) (uploadResult, int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit+2*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, env.Exe)
+	cmd.Env = append(os.Environ(), childEnv+"=upload", "HEED_BENCH_CLIENT="+client, "HEED_BENCH_URL="+url,
+		"HEED_BENCH_FILE="+file, "HEED_BENCH_LIMIT="+limit.String())
 	cmd.Stderr = env.Log
 	out, err := cmd.Output()
 	var res uploadResult
+	var maxrss int64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			maxrss = ru.Maxrss // KiB on Linux
+		}
+	}
+	if ctx.Err() != nil {
+		res.Killed = true
+		return res, maxrss, nil
+	}
 	if err != nil {
 		return res, 0, err
 	}
@@ -103,8 +123,8 @@ func runUpload(env *Env, client, url, file string) (uploadResult, int64, error) 
 		return res, 0, fmt.Errorf("child said %q: %w", out, err)
 	}
 	peak := res.HWMKiB
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && peak == 0 {
-		peak = ru.Maxrss // KiB on Linux
+	if peak == 0 {
+		peak = maxrss
 	}
 	return res, peak, nil
 }

@@ -81,7 +81,7 @@ func measure(env *Env, ss []*Scenario, cs []Client) map[string]Figures {
 	}
 	var wg sync.WaitGroup
 	for _, s := range ss {
-		if !s.alone(env) {
+		if !s.Alone {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -91,7 +91,7 @@ func measure(env *Env, ss []*Scenario, cs []Client) map[string]Figures {
 	}
 	wg.Wait()
 	for _, s := range ss {
-		if s.alone(env) {
+		if s.Alone {
 			one(s)
 		}
 	}

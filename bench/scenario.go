@@ -15,17 +15,10 @@ type Scenario struct {
 	Rows  []Row
 	// Alone scenarios run one at a time after the others, because they
 	// measure time per operation or load the machine; the rest run side by
-	// side. With -quick, an Alone scenario that is QuickAlongside runs
-	// with the others instead, to save time.
-	Alone          bool
-	QuickAlongside bool
+	// side.
+	Alone bool
 	// Run measures every client given and returns each row's cells.
 	Run func(env *Env, cs []Client) Figures
-}
-
-// alone reports whether s runs by itself in env.
-func (s *Scenario) alone(env *Env) bool {
-	return s.Alone && !(env.Quick && s.QuickAlongside)
 }
 
 // Row is one line of the table.

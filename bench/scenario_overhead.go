@@ -11,7 +11,7 @@ import (
 
 // overhead: the success path, a GET answered 200 with 1 KiB, measured with
 // testing.Benchmark against a server in a child process (so that B/op and
-// allocs/op count the client alone). Ten short rounds alternate between the
+// allocs/op count the client alone). Twelve short rounds alternate between the
 // clients and the fastest round of each counts, which filters out noise
 // from whatever else the machine is doing.
 func init() {
@@ -47,9 +47,9 @@ func benchOnce(d Doer, url string) (testing.BenchmarkResult, bool) {
 
 func runOverhead(env *Env, cs []Client) Figures {
 	f := Figures{}
-	rounds, benchtime := 10, "400ms"
+	rounds, benchtime := 12, "300ms"
 	if env.Quick {
-		rounds, benchtime = 2, "150ms"
+		rounds, benchtime = 3, "100ms"
 	}
 	testing.Init()
 	if err := flag.Set("test.benchtime", benchtime); err != nil {
