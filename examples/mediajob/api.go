@@ -55,12 +55,13 @@ func (e *APIError) Error() string {
 
 // Policies: the create and the status checks each get a heed Transport
 // with a budget of its own; the two share one gate, so a 429 on either
-// cools both.
+// cools both. A worker does not sit on a long wait: past MaxWait, heed
+// defers, and the job is stored with its RetryAt for a later run.
 var (
-	createPolicy = heed.Policy{Name: "create job", MaxAttempts: 4, MinWait: 100 * time.Millisecond,
-		Backoff: heed.EqualJitter(500*time.Millisecond, 10*time.Second)}
-	statusPolicy = heed.Policy{Name: "job status", MaxElapsed: 20 * time.Second, MinWait: 100 * time.Millisecond,
-		Backoff: heed.EqualJitter(500*time.Millisecond, 10*time.Second)}
+	createPolicy = heed.Policy{Name: "create job", MaxAttempts: 4, MaxWait: 30 * time.Second,
+		MinWait: 100 * time.Millisecond, Backoff: heed.EqualJitter(500*time.Millisecond, 10*time.Second)}
+	statusPolicy = heed.Policy{Name: "job status", MaxElapsed: 20 * time.Second, MaxWait: 30 * time.Second,
+		MinWait: 100 * time.Millisecond, Backoff: heed.EqualJitter(500*time.Millisecond, 10*time.Second)}
 )
 
 // API is a client of the media API.

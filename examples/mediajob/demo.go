@@ -8,13 +8,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/heed-go/heed"
 	"go.uber.org/zap"
 )
 
 // demo plays a worker's story against a fake media API: one job, a first
-// run deferred by a 429 that asks for more time than the run has, a second
-// run that comes too early and touches nothing, and a third, after the
-// stored time, that finishes the job.
+// run deferred by a 429 that asks for a longer wait than the worker takes
+// in process, a second run that comes too early and touches nothing, and a
+// third, after the stored time, that finishes the job.
 func demo(ctx context.Context, out io.Writer, log *zap.Logger) error {
 	fake := newFakeAPI()
 	defer fake.Close()
@@ -33,13 +34,13 @@ func demo(ctx context.Context, out io.Writer, log *zap.Logger) error {
 	}
 
 	fake.Throttle(2 * time.Second) // the first status check gets 429, Retry-After: 2
-	runs := []struct {
-		title    string
-		deadline time.Duration
-	}{
-		{"run 1 (deadline 1s): create, then a 429 asks for 2s", time.Second},
-		{"run 2, at once: nothing is due yet", time.Second},
-		{"run 3, after the stored time: follow the job to the end", 10 * time.Second},
+	// The demo's status policy waits at most 1s in process.
+	status := statusPolicy
+	status.MaxWait = time.Second
+	runs := []string{
+		"run 1: create, then a 429 asks for 2s, more than the worker waits in process (MaxWait 1s)",
+		"run 2, at once: nothing is due yet",
+		"run 3, after the stored time: follow the job to the end",
 	}
 	for i, r := range runs {
 		if i == 2 {
@@ -47,9 +48,9 @@ func demo(ctx context.Context, out io.Writer, log *zap.Logger) error {
 				return err
 			}
 		}
-		fmt.Fprintln(out, r.title)
+		fmt.Fprintln(out, r)
 		before := len(fake.Requests())
-		sum, err := runOnce(ctx, store, fake.URL(), r.deadline, out, log)
+		sum, err := runOnce(ctx, store, fake.URL(), status, out, log)
 		if err != nil {
 			return err
 		}
@@ -65,15 +66,15 @@ func demo(ctx context.Context, out io.Writer, log *zap.Logger) error {
 	return nil
 }
 
-// runOnce is one run of the worker with its own API client and deadline,
-// as a separate process would be.
-func runOnce(ctx context.Context, store *Store, baseURL string, deadline time.Duration, out io.Writer, log *zap.Logger) (Summary, error) {
-	api, err := NewAPI(baseURL, "demo-token", createPolicy, statusPolicy, log)
+// runOnce is one run of the worker with its own API client and a deadline
+// of its own, as a separate process would be.
+func runOnce(ctx context.Context, store *Store, baseURL string, status heed.Policy, out io.Writer, log *zap.Logger) (Summary, error) {
+	api, err := NewAPI(baseURL, "demo-token", createPolicy, status, log)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer api.Close()
-	ctx, cancel := context.WithTimeout(ctx, deadline)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	w := &Worker{Store: store, API: api, Out: indent{out}}
 	w.Poller.MinWait = 100 * time.Millisecond

@@ -75,6 +75,13 @@ func (f *fakeAPI) Throttle(waits ...time.Duration) {
 	f.throttle = append(f.throttle, waits...)
 }
 
+// PollHint sets the retry-after-ms of create, queued and running answers.
+func (f *fakeAPI) PollHint(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pollHint = d
+}
+
 // Requests returns the requests received so far.
 func (f *fakeAPI) Requests() []apiRequest {
 	f.mu.Lock()

@@ -169,6 +169,9 @@ func reason(err error) string {
 	}
 	var te *jobpoll.TimeoutError
 	if errors.As(err, &te) {
+		if te.LastState == "" {
+			return "jobpoll: the first check the API asked for comes after the run's deadline"
+		}
 		return fmt.Sprintf("jobpoll: still %q at the run's deadline", te.LastState)
 	}
 	return err.Error()

@@ -17,7 +17,7 @@ import (
 // Fast variants of the worker's policies: the same shape, short backoffs.
 var (
 	fastCreate = heed.Policy{Name: "create job", MaxAttempts: 3, MinWait: 50 * time.Millisecond, Backoff: heed.Constant(20 * time.Millisecond)}
-	fastStatus = heed.Policy{Name: "job status", MaxElapsed: 5 * time.Second, MinWait: 50 * time.Millisecond, Backoff: heed.Constant(20 * time.Millisecond)}
+	fastStatus = heed.Policy{Name: "job status", MaxElapsed: 5 * time.Second, MaxWait: 500 * time.Millisecond, MinWait: 50 * time.Millisecond, Backoff: heed.Constant(20 * time.Millisecond)}
 )
 
 func newStore(t *testing.T) *Store {
@@ -82,8 +82,9 @@ func TestDeferredJobIsResumedOnlyWhenDue(t *testing.T) {
 	require.NoError(t, err)
 	fake.Throttle(time.Second) // the first status check: 429, Retry-After: 1
 
-	// Run 1 has 500ms: the job is created, then heed defers the 1s wait.
-	sum := runWorker(t, store, fake, 500*time.Millisecond, fastCreate)
+	// Run 1: the job is created, then heed defers the 1s wait, longer than
+	// the status policy's MaxWait of 500ms.
+	sum := runWorker(t, store, fake, 5*time.Second, fastCreate)
 	assert.Equal(t, Summary{Claimed: 1, Deferred: 1, NextDue: sum.NextDue}, sum)
 	reqs := fake.Requests()
 	require.Len(t, reqs, 2)
@@ -92,6 +93,7 @@ func TestDeferredJobIsResumedOnlyWhenDue(t *testing.T) {
 	rows := jobs(t, store)
 	require.Len(t, rows, 1)
 	assert.Equal(t, stateFollowing, rows[0].State)
+	assert.Contains(t, rows[0].LastError, "heed: GET")
 	assert.Equal(t, "gen_1", rows[0].RemoteID, "the job id is kept")
 	assert.False(t, rows[0].RetryAt.Before(asked), "stored retry_at %s is before the %s the API asked", rows[0].RetryAt, asked)
 
@@ -113,6 +115,24 @@ func TestDeferredJobIsResumedOnlyWhenDue(t *testing.T) {
 	require.Len(t, rows, 1)
 	assert.Equal(t, stateSucceeded, rows[0].State)
 	assert.Equal(t, fake.URL()+"/files/gen_1.mp4", rows[0].Result, "one result")
+}
+
+func TestJobOutlivingTheRunIsStoredWithJobpollsNextCheck(t *testing.T) {
+	store, fake := newStore(t), newFake(t)
+	_, err := store.Add(context.Background(), "a slow render")
+	require.NoError(t, err)
+	fake.PollHint(3 * time.Second) // "check again in 3s", past this run's deadline
+
+	sum := runWorker(t, store, fake, time.Second, fastCreate)
+
+	assert.Equal(t, 1, sum.Deferred)
+	reqs := fake.Requests()
+	require.Len(t, reqs, 1, "created, and no check before the API's time")
+	rows := jobs(t, store)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "gen_1", rows[0].RemoteID)
+	assert.Contains(t, rows[0].LastError, "jobpoll")
+	assert.False(t, rows[0].RetryAt.Before(reqs[0].At.Add(3*time.Second)), "stored time is no earlier than the API asked")
 }
 
 func TestLostCreateAnswerIsResentWithTheSameKey(t *testing.T) {
