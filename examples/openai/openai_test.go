@@ -70,7 +70,7 @@ func TestDeferralSurvivesTheSDK(t *testing.T) {
 
 	_, err := c.ask(ctx, "gpt-4o-mini", "hello")
 
-	assert.Less(t, time.Since(start), 500*time.Millisecond, "a deferral returns at once")
+	assert.Less(t, time.Since(start), time.Second, "a deferral returns at once, not at the 2s deadline")
 	// The SDK hands back the *http.Client's error: a *url.Error around
 	// heed's *DeferredError. errors.As and errors.Is see through both.
 	var urlErr *url.Error
