@@ -205,3 +205,39 @@ func TestBigFileUploadMemoryStaysFlat(t *testing.T) {
 	assert.Equal(t, []int64{size, size}, got, "both attempts carry the whole file")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "the file is never copied into memory")
 }
+
+func TestWithBodyBuffer(t *testing.T) {
+	tests := []struct {
+		name   string
+		bound  int64
+		size   int
+		replay bool
+	}{
+		{"raised bound replays 2 MiB", 4 << 20, 2 << 20, true},
+		{"lowered bound sends once", 10, 11, false},
+		{"at the bound replays", 10, 10, true},
+		{"zero means the default", 0, heed.DefaultBodyBuffer, true},
+		{"zero means the default, past it", 0, heed.DefaultBodyBuffer + 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				body := strings.Repeat("z", tt.size)
+				rt := script(boom500, ok200)
+				tr := heed.New(rt, heed.WithBodyBuffer(tt.bound), heed.WithPolicy(exact(heed.Policy{})))
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "PUT", "https://api.example/", io.MultiReader(strings.NewReader(body))))
+				require.NoError(t, err)
+				resp.Body.Close()
+				s := rt.requests()
+				if !tt.replay {
+					assert.Len(t, s, 1)
+					return
+				}
+				require.Len(t, s, 2)
+				for _, r := range s {
+					assert.Equal(t, tt.size, len(r.body))
+				}
+			})
+		})
+	}
+}

@@ -162,6 +162,19 @@ func WithRoute(pattern string, p Policy) Option {
 	})
 }
 
+// WithBodyBuffer sets how many bytes of a request body heed buffers so that
+// the request can be retried, when nothing else can replay it (no GetBody,
+// not an io.ReaderAt of known size). A larger body is sent once, streamed,
+// and not retried. Default (also for n <= 0): DefaultBodyBuffer, 1 MiB.
+func WithBodyBuffer(n int64) Option {
+	return optionFunc(func(t *Transport) {
+		if n <= 0 {
+			n = DefaultBodyBuffer
+		}
+		t.bodyBound = n
+	})
+}
+
 // WithLogger sets the logger for decisions. Default (also for nil):
 // zap.NewNop().
 func WithLogger(l *zap.Logger) Option {
