@@ -67,7 +67,7 @@ func childUpload() int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	d := c.New()
+	d := c.New(nil)
 	r := d.Do(&Call{Ctx: ctx, Method: http.MethodPut, URL: os.Getenv("HEED_BENCH_URL"), File: f, Size: fi.Size(),
 		Header: map[string]string{"Content-Type": "application/octet-stream"}})
 	d.Close()

@@ -20,9 +20,11 @@ const (
 // Client is one column of the table: a library, configured as its users
 // would, behind one small interface.
 type Client struct {
-	Name   string      // what -clients selects
-	Column string      // the table's header
-	New    func() Doer // a fresh client, with its own connection pool
+	Name   string // what -clients selects
+	Column string // the table's header
+	// New returns a fresh client that sends through next, or through a
+	// connection pool of its own when next is nil.
+	New func(next http.RoundTripper) Doer
 }
 
 // Doer sends one logical request the library's way, retries included, and
@@ -70,10 +72,20 @@ func clientNamed(name string) (Client, bool) {
 	return Client{}, false
 }
 
-// newTransport returns a transport of its own, configured as
-// http.DefaultTransport is.
-func newTransport() *http.Transport {
+// transportOr returns next, or when nil a transport of its own configured
+// as http.DefaultTransport is.
+func transportOr(next http.RoundTripper) http.RoundTripper {
+	if next != nil {
+		return next
+	}
 	return http.DefaultTransport.(*http.Transport).Clone()
+}
+
+// closeIdle closes rt's idle connections, if it has any.
+func closeIdle(rt http.RoundTripper) {
+	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 // stdRequest builds the request a net/http user would: the body from a

@@ -4,12 +4,12 @@ import "net/http"
 
 // bare is net/http alone: no retries, the baseline.
 type bare struct {
-	t  *http.Transport
+	t  http.RoundTripper
 	hc *http.Client
 }
 
-func newBare() Doer {
-	t := newTransport()
+func newBare(next http.RoundTripper) Doer {
+	t := transportOr(next)
 	return &bare{t: t, hc: &http.Client{Transport: t}}
 }
 
@@ -21,4 +21,4 @@ func (b *bare) Do(c *Call) Result {
 	return finish(b.hc.Do(req))
 }
 
-func (b *bare) Close() { b.t.CloseIdleConnections() }
+func (b *bare) Close() { closeIdle(b.t) }

@@ -11,12 +11,12 @@ import (
 // 429 and 5xx and delays by Retry-After through failsafehttp.DelayFunc,
 // plus backoff for responses without one.
 type failsafeClient struct {
-	t  *http.Transport
+	t  http.RoundTripper
 	hc *http.Client
 }
 
-func newFailsafe() Doer {
-	t := newTransport()
+func newFailsafe(next http.RoundTripper) Doer {
+	t := transportOr(next)
 	policy := failsafehttp.NewRetryPolicyBuilder().
 		WithBackoff(backoffFirst, backoffCap).
 		WithMaxRetries(retries).
@@ -32,4 +32,4 @@ func (f *failsafeClient) Do(c *Call) Result {
 	return finish(f.hc.Do(req))
 }
 
-func (f *failsafeClient) Close() { f.t.CloseIdleConnections() }
+func (f *failsafeClient) Close() { closeIdle(f.t) }

@@ -9,12 +9,12 @@ import (
 // heedClient is an http.Client with heed as its Transport: the defaults,
 // with as many attempts as the peers are given.
 type heedClient struct {
-	t  *http.Transport
+	t  http.RoundTripper
 	hc *http.Client
 }
 
-func newHeed() Doer {
-	t := newTransport()
+func newHeed(next http.RoundTripper) Doer {
+	t := transportOr(next)
 	rt := heed.New(t, heed.WithPolicy(heed.Policy{MaxAttempts: retries + 1}))
 	return &heedClient{t: t, hc: &http.Client{Transport: rt}}
 }
@@ -27,4 +27,4 @@ func (h *heedClient) Do(c *Call) Result {
 	return finish(h.hc.Do(req))
 }
 
-func (h *heedClient) Close() { h.t.CloseIdleConnections() }
+func (h *heedClient) Close() { closeIdle(h.t) }

@@ -17,8 +17,12 @@ type restyClient struct {
 	c *resty.Client
 }
 
-func newResty() Doer {
-	c := resty.New().
+func newResty(next http.RoundTripper) Doer {
+	c := resty.New()
+	if next != nil {
+		c.SetTransport(next)
+	}
+	c.
 		SetRetryCount(retries).
 		SetRetryWaitTime(backoffFirst).
 		SetRetryMaxWaitTime(backoffCap).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net/http"
 
 	"github.com/hashicorp/go-retryablehttp"
 )
@@ -13,8 +14,11 @@ type retryableClient struct {
 	c *retryablehttp.Client
 }
 
-func newRetryablehttp() Doer {
+func newRetryablehttp(next http.RoundTripper) Doer {
 	c := retryablehttp.NewClient()
+	if next != nil {
+		c.HTTPClient.Transport = next
+	}
 	c.Logger = nil
 	c.RetryMax = retries
 	c.RetryWaitMin = backoffFirst

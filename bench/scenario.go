@@ -74,7 +74,7 @@ func eachClient(cs []Client, measure func(c Client, d Doer, f Figures)) Figures 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := c.New()
+			d := c.New(nil)
 			defer d.Close()
 			f := Figures{}
 			measure(c, d, f)
