@@ -18,8 +18,8 @@ import (
 const MaxRetries = 1 << 10
 
 // Configure makes c decide as heed does, with the policies that opts give
-// (the same options heed.New takes; WithGate and WithLogger have no effect
-// here). It installs c.CheckRetry, c.Backoff, c.ErrorHandler and
+// (the same options heed.New takes; WithGate, WithLogger and WithObserver
+// have no effect here). It installs c.CheckRetry, c.Backoff, c.ErrorHandler and
 // c.PrepareRetry, keeping a PrepareRetry already set, sets c.RetryMax to
 // MaxRetries, and wraps the Transport of a copy of c.HTTPClient (a new
 // pooled client when nil) to see each attempt. Call it once, after setting

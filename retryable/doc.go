@@ -62,16 +62,19 @@
 //     resent unless the method allows it.
 //   - MaxElapsed is counted from the first attempt, not from the call to
 //     Do.
-//   - No gate: retryablehttp has no hook before a first attempt that could
-//     wait or defer, so a throttled response does not hold its scope for
-//     the client's other requests, and published quotas (RateLimit,
-//     X-RateLimit-Remaining) are not enforced. Policy.Scope is ignored.
+//   - No gate and no retry budget: retryablehttp has no hook before a first
+//     attempt that could wait or defer, and heed keeps its gates and
+//     budgets inside the Transport. So a throttled response does not hold
+//     its scope for the client's other requests, published quotas
+//     (RateLimit, X-RateLimit-Remaining) are not enforced, and
+//     Policy.Budget does not bound retries. Policy.Scope is ignored.
 //   - Policy.KeyHeader marks a request that carries it as replay-safe, but
 //     the adapter adds no key to POST and PATCH requests that lack one: the
 //     first attempt is already on its way before any hook could. Set the
 //     header yourself.
-//   - heed.WithLogger is not used: decisions are not logged by heed. The
-//     client's own Logger still logs its attempts.
+//   - heed.WithLogger and heed.WithObserver are not used: the adapter's
+//     decisions are neither logged nor observed by heed. The client's own
+//     Logger still logs its attempts.
 //   - Redirects are followed inside retryablehttp's http.Client; the
 //     classifier sees the last hop, replay-safety is judged on the request
 //     as the caller made it.
