@@ -116,3 +116,15 @@ func TestFlagsChooseColumnsAndRejectUnknownNames(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"-clients", "nope"}, &out, &errs))
 	assert.Empty(t, out.String())
 }
+
+func TestAdapterColumnDecidesAsHeed(t *testing.T) {
+	var out, errs bytes.Buffer
+	require.Zero(t, run([]string{"-scenarios", "deadline,terminal-quota,lost-response", "-clients", "heed-retryable"}, &out, &errs), errs.String())
+	tb := parseTable(t, out.String())
+	col := "go-retryablehttp + heed/retryable"
+	assert.Less(t, millis(t, tb.cell(t, "deadline: time until the call returns", col)), 50.0)
+	assert.Contains(t, tb.cell(t, "deadline: error returned", col), "*heed.DeferredError")
+	assert.Equal(t, "1", tb.cell(t, "terminal-quota: requests sent", col))
+	assert.Equal(t, "1 (then error)", tb.cell(t, "lost-response: times applied, no key", col))
+	assert.Equal(t, "1 (then 200)", tb.cell(t, "lost-response: times applied, with Idempotency-Key", col))
+}

@@ -22,6 +22,7 @@ const (
 type Client struct {
 	Name   string // what -clients selects
 	Column string // the table's header
+	Extra  bool   // only when named in -clients, not in "all"
 	// New returns a fresh client that sends through next, or through a
 	// connection pool of its own when next is nil.
 	New func(next http.RoundTripper) Doer
@@ -60,6 +61,7 @@ var clients = []Client{
 	{Name: "failsafe", Column: "failsafe-go", New: newFailsafe},
 	{Name: "resty", Column: "resty v2", New: newResty},
 	{Name: "heed", Column: "heed", New: newHeed},
+	{Name: "heed-retryable", Column: "go-retryablehttp + heed/retryable", New: newHeedRetryable, Extra: true},
 }
 
 // clientNamed returns the client called name.

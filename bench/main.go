@@ -44,7 +44,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "scenario %s\n", s.Name)
 		}
 		for _, c := range clients {
-			fmt.Fprintf(stdout, "client %s (%s)\n", c.Name, c.Column)
+			extra := ""
+			if c.Extra {
+				extra = ", only when named"
+			}
+			fmt.Fprintf(stdout, "client %s (%s%s)\n", c.Name, c.Column, extra)
 		}
 		return 0
 	}
@@ -120,7 +124,11 @@ func choose(scen, cls string) ([]*Scenario, []Client, error) {
 	}
 	var cs []Client
 	if cls == "all" || cls == "" {
-		cs = clients
+		for _, c := range clients {
+			if !c.Extra {
+				cs = append(cs, c)
+			}
+		}
 	} else {
 		want := map[string]bool{}
 		for _, n := range strings.Split(cls, ",") {
