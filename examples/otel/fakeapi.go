@@ -11,7 +11,7 @@ import (
 //
 //	GET  /v1/models              1st of every 3: 429, retry-after-ms: 200;
 //	                             2nd: 200 that spends the published quota
-//	                             (x-ratelimit-remaining-requests: 0, reset in 300ms);
+//	                             (x-ratelimit-remaining-requests: 0, reset in 1s);
 //	                             3rd: 200
 //	POST /v1/images/generations  429, Retry-After: 120
 //	POST /v1/chat/completions    429, insufficient_quota (OpenAI's "out of credit")
@@ -39,7 +39,7 @@ func (f *fakeAPI) listModels(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusTooManyRequests, "rate_limit_exceeded", "Rate limit reached for requests.")
 	case 2:
 		w.Header().Set("x-ratelimit-remaining-requests", "0")
-		w.Header().Set("x-ratelimit-reset-requests", "300ms")
+		w.Header().Set("x-ratelimit-reset-requests", "1s")
 		writeJSON(w, http.StatusOK, `{"object":"list","data":[{"id":"gpt-4o-mini","object":"model"}]}`)
 	default:
 		w.Header().Set("x-ratelimit-remaining-requests", "99")

@@ -91,7 +91,7 @@ func printSpans(w io.Writer, spans []sdktrace.ReadOnlySpan) {
 			if i == len(lines)-1 {
 				branch = "└─"
 			}
-			fmt.Fprintf(w, "  %s +%-6s %s\n", branch, ms(l.at.Sub(root.StartTime())), l.text)
+			fmt.Fprintf(w, "  %s +%-7s %s\n", branch, ms(l.at.Sub(root.StartTime())), l.text)
 		}
 	}
 }
