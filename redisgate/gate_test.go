@@ -11,9 +11,13 @@ import (
 	"github.com/heed-go/heed"
 )
 
-// newGate returns a gate on a client of s.
+// patient is the timeout of gates in tests that want every call to
+// succeed, even on a loaded machine under -race.
+var patient = WithTimeout(5 * time.Second)
+
+// newGate returns a patient gate on a client of s.
 func newGate(t testing.TB, s *redisServer, opts ...Option) *gate {
-	return New(s.client(t), opts...).(*gate)
+	return New(s.client(t), append([]Option{patient}, opts...)...).(*gate)
 }
 
 func TestNewIsQuotaGate(t *testing.T) {
@@ -131,7 +135,7 @@ func TestPrefix(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := s.client(t)
 			require.NoError(t, c.FlushAll(t.Context()).Err())
-			g := New(c, tt.opts...)
+			g := New(c, append([]Option{patient}, tt.opts...)...)
 			require.NoError(t, g.Hold(t.Context(), "api.example", time.Now().Add(time.Minute)))
 			keys, err := c.Keys(t.Context(), "*").Result()
 			require.NoError(t, err)
@@ -140,7 +144,7 @@ func TestPrefix(t *testing.T) {
 	}
 	// Gates with different prefixes do not see each other.
 	c := s.client(t)
-	a, b := New(c, WithPrefix("a:")), New(c, WithPrefix("b:"))
+	a, b := New(c, patient, WithPrefix("a:")), New(c, patient, WithPrefix("b:"))
 	require.NoError(t, a.Hold(t.Context(), "x", time.Now().Add(time.Minute)))
 	nb, err := b.NotBefore(t.Context(), "x")
 	require.NoError(t, err)
@@ -211,7 +215,7 @@ func TestClientKinds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := tt.client()
 			defer c.Close()
-			g := New(c).(*gate)
+			g := New(c, patient).(*gate)
 			assert.Equal(t, tt.bounded, g.bounded)
 			until := time.Now().Add(time.Minute).Truncate(time.Millisecond)
 			require.NoError(t, g.Hold(t.Context(), tt.name, until))

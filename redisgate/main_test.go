@@ -1,13 +1,22 @@
 package redisgate
 
 import (
+	"context"
 	"os"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
+// quiet is a go-redis logger that drops what go-redis would print: its
+// failures to dial a server the tests stopped.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
 	if os.Getenv(workerEnv) != "" {
 		os.Exit(fleetWorker())
 	}
