@@ -27,6 +27,7 @@ type decision struct {
 	route   string
 	method  string
 	url     *url.URL
+	urlText string // url redacted, when already known
 	attempt int
 	status  int
 	verdict Verdict
@@ -49,7 +50,7 @@ func (t *Transport) logDecision(level zapcore.Level, d *decision) {
 		zap.String("op", d.op),
 		zap.String("route", d.route),
 		zap.String("method", d.method),
-		zap.String("url", redactURL(d.url)),
+		zap.String("url", d.redacted()),
 		zap.Int("attempt", d.attempt),
 		zap.Int("status", d.status),
 		zap.String("class", d.verdict.Class.String()),
@@ -70,6 +71,14 @@ func (t *Transport) logDecision(level zapcore.Level, d *decision) {
 		fields = append(fields, zap.String("error", redactError(d.err)))
 	}
 	ce.Write(fields...)
+}
+
+// redacted returns the decision's URL, redacted.
+func (d *decision) redacted() string {
+	if d.urlText != "" {
+		return d.urlText
+	}
+	return redactURL(d.url)
 }
 
 // redactURL returns u without userinfo, query or fragment.

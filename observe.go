@@ -123,7 +123,7 @@ func (t *Transport) notify(ctx context.Context, d *decision) {
 		return
 	}
 	t.observe(Event{
-		Kind: kindOf[d.op], Context: ctx, Route: d.route, Method: d.method, URL: redactURL(d.url),
+		Kind: kindOf[d.op], Context: ctx, Route: d.route, Method: d.method, URL: d.redacted(),
 		Attempt: d.attempt, Status: d.status, Class: d.verdict.Class, Reason: d.verdict.Reason,
 		Wait: d.wait, Source: d.source, RetryAt: d.retryAt, Left: d.left, Stop: d.stop, Err: d.err,
 	})

@@ -172,6 +172,7 @@ type roundTrip struct {
 	body     replay
 	newKey   string // a key heed adds to every attempt, if any
 	taken    bool   // a QuotaGate admitted the current send: tell it when done
+	urlText  string // the request URL redacted, once needed
 
 	// the last attempt
 	status int
@@ -220,6 +221,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		d := decision{route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, status: rt.status, verdict: v, err: err}
 		if rt.t.observe != nil {
 			d.op = opAttempt
+			d.urlText = rt.redactedURL()
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
@@ -373,8 +375,20 @@ const (
 	reasonRetryBudget = "retry budget"
 )
 
+// redactedURL returns the request URL redacted, redacting it once per
+// RoundTrip.
+func (rt *roundTrip) redactedURL() string {
+	if rt.urlText == "" {
+		rt.urlText = redactURL(rt.req.URL)
+	}
+	return rt.urlText
+}
+
 // decide logs d at level and tells the observer.
 func (rt *roundTrip) decide(level zapcore.Level, d *decision) {
+	if rt.t.observe != nil {
+		d.urlText = rt.redactedURL()
+	}
 	rt.t.logDecision(level, d)
 	rt.t.notify(rt.ctx, d)
 }
@@ -417,7 +431,7 @@ func (rt *roundTrip) deferred(d *decision, attempts int) *DeferredError {
 	rt.decide(zapcore.WarnLevel, d)
 	return &DeferredError{
 		Method:   rt.req.Method,
-		URL:      redactURL(rt.req.URL),
+		URL:      rt.redactedURL(),
 		Route:    rt.p.name,
 		Key:      rt.key(),
 		Attempts: attempts,
