@@ -86,7 +86,9 @@ func redactURL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
+	path := u.EscapedPath()
 	var b strings.Builder
+	b.Grow(len(u.Scheme) + 3 + len(u.Host) + len(path))
 	if u.Scheme != "" {
 		b.WriteString(u.Scheme)
 		b.WriteString("://")
@@ -95,7 +97,7 @@ func redactURL(u *url.URL) string {
 	if u.Opaque != "" {
 		b.WriteString(strings.SplitN(u.Opaque, "?", 2)[0])
 	} else {
-		b.WriteString(u.EscapedPath())
+		b.WriteString(path)
 	}
 	return b.String()
 }
