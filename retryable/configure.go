@@ -23,7 +23,8 @@ const MaxRetries = 1 << 10
 // c.PrepareRetry, keeping a PrepareRetry already set, sets c.RetryMax to
 // MaxRetries, and wraps the Transport of a copy of c.HTTPClient (a new
 // pooled client when nil) to see each attempt. Call it once, after setting
-// c.HTTPClient; the package documentation lists what it cannot change.
+// c.HTTPClient; the package documentation lists what it cannot change. It
+// panics, as heed.New does, on an invalid or conflicting route pattern.
 func Configure(c *retryablehttp.Client, opts ...heed.Option) {
 	a := &adapter{c: c, t: heed.New(nil, opts...)}
 	hc := c.HTTPClient
