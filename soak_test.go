@@ -588,7 +588,12 @@ func TestSoak(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	began := time.Now()
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if v := os.Getenv("HEED_SOAK_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "HEED_SOAK_SEED")
+		seed = n
+	}
+	t.Logf("seed %d (set HEED_SOAK_SEED to replay the same plan)", seed)
 
 	srvState := newSoakServer(seed)
 	srv := httptest.NewUnstartedServer(srvState)
