@@ -63,7 +63,7 @@ func TestRetryBudgetNeverBlocksFirstAttemptsAndRefills(t *testing.T) {
 		var sends atomic.Int64
 		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			sends.Add(1)
-			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+			return &http.Response{StatusCode: 502, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 		})
 		tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 2, Backoff: heed.Constant(0), Budget: heed.Budget{Ratio: -1, MinPerSecond: 1, Window: 10 * time.Second}}))
 		send := func() {

@@ -199,3 +199,75 @@ func TestHerdInMemory(t *testing.T) {
 		})
 	}
 }
+
+// bucketServer is an in-memory API with a token bucket: rate a second,
+// burst at most. Refused, it answers 429 with retry-after-ms, the exact
+// time until the next token.
+type bucketServer struct {
+	rate, burst float64
+	latency     time.Duration
+
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	served  int
+	refused int
+}
+
+func (s *bucketServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	time.Sleep(s.latency / 2)
+	now := time.Now()
+	s.mu.Lock()
+	if s.last.IsZero() {
+		s.last, s.tokens = now, s.burst
+	}
+	s.tokens = math.Min(s.burst, s.tokens+now.Sub(s.last).Seconds()*s.rate)
+	s.last = now
+	h := http.Header{}
+	status := 200
+	if s.tokens >= 1 {
+		s.tokens--
+		s.served++
+	} else {
+		status = 429
+		s.refused++
+		h.Set("retry-after-ms", strconv.Itoa(int(math.Ceil((1-s.tokens)/s.rate*1000))))
+	}
+	s.mu.Unlock()
+	time.Sleep(s.latency / 2)
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+}
+
+// TestHerdBucketInMemory sends 300 requests from 32 goroutines to a bucket
+// of 100 a second with a burst of 10: the adaptive limiter paces the scope
+// near the bucket's rate, so few requests are refused and none fails.
+func TestHerdBucketInMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &bucketServer{rate: 100, burst: 10, latency: 2 * time.Millisecond}
+		tr := heed.New(srv, heed.WithPolicy(heed.Policy{MaxAttempts: 20, MinWait: 10 * time.Millisecond}))
+		start := time.Now()
+		jobs := make(chan int)
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				for range jobs {
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+					if assert.NoError(t, err) {
+						assert.Equal(t, 200, resp.StatusCode)
+					}
+				}
+			})
+		}
+		for i := range 300 {
+			jobs <- i
+		}
+		close(jobs)
+		wg.Wait()
+		took := time.Since(start)
+		ideal := 2900 * time.Millisecond // 10 at once, then 290 at 100 a second
+		assert.Equal(t, 300, srv.served)
+		assert.LessOrEqual(t, srv.refused, 40, "one burst of 32, then a handful")
+		assert.LessOrEqual(t, took.Seconds(), 1.1*ideal.Seconds(), "took %v", took)
+		t.Logf("took %v for ideal %v, 429s %d", took, ideal, srv.refused)
+	})
+}

@@ -35,14 +35,15 @@ type Transport struct {
 
 	observe func(Event)
 
-	budgetMu sync.Mutex
-	budgets  map[budgetKey]*retryBudget
+	scopesMu sync.Mutex
+	scopes   map[string]*scopeLocal
 }
 
-// budgetKey names one retry budget: a policy's, for one scope.
-type budgetKey struct {
-	p     *policy
-	scope string
+// scopeLocal is what a Transport keeps of one scope in process: its
+// adaptive rate limiter and the retry budget of each policy used in it.
+type scopeLocal struct {
+	limiter adaptive
+	budgets map[*policy]*retryBudget
 }
 
 // New returns a Transport that sends through next (http.DefaultTransport
@@ -62,7 +63,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 	}
 	t.quotas, _ = t.gate.(QuotaGate)
 	t.mem, _ = t.gate.(*memGate)
-	t.budgets = make(map[budgetKey]*retryBudget)
+	t.scopes = make(map[string]*scopeLocal)
 	t.defPolicy = resolve(t.def, "default")
 	r, err := compileRoutes(t.routeSpecs)
 	if err != nil {
@@ -96,21 +97,25 @@ func (t *Transport) Policy(req *http.Request) Policy {
 	return t.policyFor(req).public
 }
 
-// retryBudget returns the retry budget of p for scope, or nil when p has
-// none.
-func (t *Transport) retryBudget(p *policy, scope string) *retryBudget {
-	if p.budget.Disabled {
-		return nil
+// scope returns the in-process state of scope, and p's retry budget in
+// it (nil when p has none).
+func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget) {
+	t.scopesMu.Lock()
+	defer t.scopesMu.Unlock()
+	sl := t.scopes[scope]
+	if sl == nil {
+		sl = &scopeLocal{budgets: make(map[*policy]*retryBudget, 1)}
+		t.scopes[scope] = sl
 	}
-	k := budgetKey{p, scope}
-	t.budgetMu.Lock()
-	defer t.budgetMu.Unlock()
-	b := t.budgets[k]
+	if p.budget.Disabled {
+		return sl, nil
+	}
+	b := sl.budgets[p]
 	if b == nil {
 		b = newRetryBudget(p.budget)
-		t.budgets[k] = b
+		sl.budgets[p] = b
 	}
-	return b
+	return sl, b
 }
 
 // RoundTrip sends req, retrying as its policy says. It returns the last
@@ -138,7 +143,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 
-	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: b, scope: scope, retries: t.retryBudget(p, scope)}
+	local, retries := t.scope(p, scope)
+	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: b, scope: scope, retries: retries, limiter: &local.limiter}
 	rt.retries.first(start)
 	if p.maxAttempts > 1 {
 		body, err := prepareBody(req, t.bodyBound)
@@ -168,6 +174,7 @@ type roundTrip struct {
 	ctx      context.Context
 	deadline budget       // the time this RoundTrip may spend
 	retries  *retryBudget // the scope's retry budget; nil: none
+	limiter  *adaptive    // the scope's adaptive rate limiter
 	scope    string
 	body     replay
 	newKey   string // a key heed adds to every attempt, if any
@@ -225,6 +232,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
+			rt.limiter.answered(now, sent, false, 0)
 			d.op = opDeliver
 			rt.decide(levelFor(v.Class), &d)
 			return resp, err
@@ -242,6 +250,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && hinted {
 			rt.hold(now.Add(hint))
 		}
+		rt.limiter.answered(now, sent, v.Class == Throttled, hint)
 		switch {
 		case attempt >= p.maxAttempts:
 			return rt.giveUp(&d, "attempts used up", resp, err)
@@ -293,13 +302,30 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := rt.p
 	for {
+		if now.IsZero() {
+			now = time.Now()
+		}
+		if pace := rt.limiter.wait(now); pace > 0 {
+			d := decision{
+				route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
+				status: rt.status, verdict: Verdict{Throttled, reasonPacing},
+				wait: pace, source: "pacing", retryAt: now.Add(pace).Round(0), left: rt.deadline.left(now),
+			}
+			if !rt.deadline.fits(now, pace, pace, p.maxWait, max(p.reserve, rt.took)) {
+				return now, rt.deferred(&d, attempt-1)
+			}
+			d.op = opGateWait
+			rt.decide(zapcore.DebugLevel, &d)
+			if err := sleep(rt.ctx, pace); err != nil {
+				return now, err
+			}
+			now = time.Time{}
+			continue
+		}
 		var nb time.Time
 		var err error
 		switch {
 		case rt.t.mem != nil:
-			if now.IsZero() {
-				now = time.Now()
-			}
 			nb = rt.t.mem.take(rt.scope, now)
 		case rt.t.quotas != nil:
 			nb, err = rt.t.quotas.Take(rt.ctx, rt.scope)
@@ -373,6 +399,7 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time) {
 const (
 	reasonCoolingDown = "cooling down"
 	reasonRetryBudget = "retry budget"
+	reasonPacing      = "pacing"
 )
 
 // redactedURL returns the request URL redacted, redacting it once per

@@ -1,0 +1,140 @@
+package heed
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// adaptive is a scope's client-side rate limiter, after the CUBIC-based
+// adaptive mode of the AWS SDKs. It is off until the scope is first
+// throttled. Then it paces sends with a token bucket whose rate starts at
+// 0.7 × the rate the scope was sending at, and grows back along a cubic
+// curve, past that rate, until the next throttle. Its bucket holds up to a
+// second of sends, so a scope that waited at the gate may send a burst when
+// the gate opens, as a fixed-window server allows, while a token-bucket
+// server, which refills slowly, sees a steady rate and few 429s.
+type adaptive struct {
+	mu sync.Mutex
+
+	enabled  bool
+	fillRate float64 // sends a second
+	capacity float64
+	tokens   float64
+	lastFill time.Time
+
+	// measured send rate, in half-second buckets, smoothed
+	first    time.Time
+	warm     bool  // a whole half second has been measured
+	bucket   int64 // index of the current half second
+	count    float64
+	measured float64
+
+	floor        float64 // one send per the last throttle's hint
+	lastMax      float64 // the rate when last throttled
+	lastThrottle time.Time
+	k            float64 // seconds for the cubic to climb back to lastMax
+}
+
+// Adaptive limiter constants, as in the AWS SDKs.
+const (
+	adaptiveBeta    = 0.7 // rate kept on a throttle
+	adaptiveC       = 0.4 // the cubic's scale
+	adaptiveSmooth  = 0.8 // weight of the newest measured rate
+	adaptiveMinRate = 0.5 // sends a second, at the least
+	adaptiveBucket  = 2   // measured-rate buckets a second
+)
+
+// wait returns how long a send must wait for a token, taking one when it
+// may go now.
+func (a *adaptive) wait(now time.Time) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.enabled {
+		a.measure(now)
+		return 0
+	}
+	a.refill(now)
+	if a.tokens >= 1 {
+		a.tokens--
+		a.measure(now)
+		return 0
+	}
+	return time.Duration(math.Ceil((1 - a.tokens) / a.fillRate * float64(time.Second)))
+}
+
+func (a *adaptive) refill(now time.Time) {
+	if d := now.Sub(a.lastFill).Seconds(); d > 0 {
+		a.tokens = math.Min(a.capacity, a.tokens+d*a.fillRate)
+	}
+	a.lastFill = now
+}
+
+// answered records the answer to an attempt sent at sent: throttled or
+// not, and the server's hint, if it gave one. Only a throttle of an attempt
+// sent after the last throttle lowers the rate, so that one burst of 429s
+// counts once; and never below one send per hint, the pace the server
+// itself asked of a single caller.
+func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.enabled && !throttled {
+		return
+	}
+	if throttled && a.enabled && !sent.After(a.lastThrottle) {
+		return
+	}
+	var rate float64
+	if throttled {
+		base := a.measured
+		if a.enabled {
+			base = math.Min(base, a.fillRate)
+		}
+		a.lastMax = base
+		a.k = math.Cbrt(a.lastMax * (1 - adaptiveBeta) / adaptiveC)
+		a.lastThrottle = now
+		rate = base * adaptiveBeta
+		if hint > 0 {
+			a.floor = 1 / hint.Seconds()
+		} else {
+			a.floor = adaptiveMinRate
+		}
+		if !a.enabled {
+			a.enabled, a.tokens, a.lastFill = true, 0, now
+		}
+	} else {
+		t := now.Sub(a.lastThrottle).Seconds() - a.k
+		rate = adaptiveC*t*t*t + a.lastMax
+	}
+	a.refill(now)
+	a.fillRate = math.Max(rate, math.Max(a.floor, adaptiveMinRate))
+	a.capacity = math.Max(rate, 1)
+	a.tokens = math.Min(a.tokens, a.capacity)
+}
+
+// measure counts one send into the smoothed send rate: sends per half
+// second in which there were any. Before the first half second is over,
+// the rate is the count over the time so far, taken as at least a tenth of
+// a second.
+func (a *adaptive) measure(now time.Time) {
+	if a.first.IsZero() {
+		a.first = now
+		a.bucket = now.UnixNano() * adaptiveBucket / int64(time.Second)
+	}
+	a.count++
+	b := now.UnixNano() * adaptiveBucket / int64(time.Second)
+	if b > a.bucket {
+		// The rate while sending: a gap with no answers, such as a wait
+		// at the gate, does not count as sending slowly.
+		rate := a.count * adaptiveBucket
+		if a.warm {
+			rate = rate*adaptiveSmooth + a.measured*(1-adaptiveSmooth)
+		}
+		a.measured, a.warm = rate, true
+		a.count, a.bucket = 0, b
+		return
+	}
+	if !a.warm {
+		a.measured = a.count / math.Max(now.Sub(a.first).Seconds(), 0.1)
+	}
+}

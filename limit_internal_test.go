@@ -1,0 +1,93 @@
+package heed
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestAdaptiveOffUntilThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var a adaptive
+		for range 1000 {
+			assert.Zero(t, a.wait(time.Now()))
+			a.answered(time.Now(), time.Now(), false, 0)
+		}
+		assert.False(t, a.enabled)
+	})
+}
+
+func TestAdaptiveThrottleOncePerBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var a adaptive
+		sent := time.Now()
+		for range 32 {
+			a.wait(sent)
+		}
+		time.Sleep(100 * time.Millisecond)
+		// 32 sends in 0.1s: 320 a second; the burst's 429s lower it once.
+		for range 20 {
+			a.answered(time.Now(), sent, true, 0)
+		}
+		assert.True(t, a.enabled)
+		assert.InDelta(t, 320*adaptiveBeta, a.fillRate, 1)
+		// A throttle of a send made after that lowers it again.
+		time.Sleep(10 * time.Millisecond)
+		later := time.Now()
+		assert.Zero(t, a.wait(later), "a token came in 10ms")
+		time.Sleep(10 * time.Millisecond)
+		a.answered(time.Now(), later, true, 0)
+		assert.Less(t, a.fillRate, 320*adaptiveBeta)
+	})
+}
+
+func TestAdaptivePacesAndRecovers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var a adaptive
+		start := time.Now()
+		for range 10 {
+			a.wait(start)
+		}
+		time.Sleep(100 * time.Millisecond)
+		a.answered(time.Now(), start, true, 0) // 100 a second: paced at 70
+		rate := a.fillRate
+		assert.InDelta(t, 70, rate, 1)
+		// Paced: sends are spaced 1/rate apart once the bucket is empty.
+		var waits []time.Duration
+		for range 5 {
+			w := a.wait(time.Now())
+			for w > 0 {
+				waits = append(waits, w)
+				time.Sleep(w)
+				w = a.wait(time.Now())
+			}
+		}
+		assert.NotEmpty(t, waits)
+		for _, w := range waits {
+			assert.LessOrEqual(t, w, time.Duration(float64(time.Second)/rate)+time.Millisecond)
+		}
+		// Successes grow the rate back past where it was, along the cubic.
+		time.Sleep(10 * time.Second)
+		a.answered(time.Now(), time.Now(), false, 0)
+		assert.Greater(t, a.fillRate, 100.0)
+	})
+}
+
+func TestAdaptiveFloorIsTheHint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var a adaptive
+		now := time.Now()
+		a.wait(now)
+		time.Sleep(time.Second)
+		// One send a second, throttled with a 10ms hint: the server lets a
+		// single caller send every 10ms, so heed paces no slower.
+		a.answered(time.Now(), now, true, 10*time.Millisecond)
+		assert.InDelta(t, 100, a.fillRate, 0.01)
+		time.Sleep(time.Second)
+		a.answered(time.Now(), time.Now(), true, 0)
+		assert.Less(t, a.fillRate, 50.0, "without a hint, the 10ms floor is gone")
+		assert.GreaterOrEqual(t, a.fillRate, adaptiveMinRate)
+	})
+}
