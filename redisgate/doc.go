@@ -10,7 +10,9 @@
 //
 // # Storage
 //
-// Each scope is one Redis hash, named the prefix (WithPrefix) followed by
+// It needs Redis 4.0 or later (or a server that speaks its Lua scripting:
+// Valkey, KeyDB), alone, replicated or in a cluster. Each scope is one
+// Redis hash, named the prefix (WithPrefix) followed by
 // the scope. Every change is one Lua script, so it is atomic across the
 // fleet. Times are wall-clock Unix milliseconds taken from the clock of the
 // process that calls, so the processes' clocks must agree (as NTP keeps

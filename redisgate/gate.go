@@ -33,6 +33,7 @@ func New(client redis.UniversalClient, opts ...Option) heed.Gate {
 		timeout:  DefaultTimeout,
 		life:     DefaultMaxInFlight,
 		margin:   expiryMargin,
+		now:      time.Now,
 		bounded:  honoursContext(client),
 		inFlight: newTakes(),
 	}
@@ -52,7 +53,8 @@ type gate struct {
 	timeout  time.Duration
 	life     time.Duration // least time a send counts in flight
 	margin   time.Duration
-	bounded  bool // client's calls end at the context's deadline
+	now      func() time.Time // the wall clock; tests set another
+	bounded  bool             // client's calls end at the context's deadline
 	warn     warner
 	inFlight *takes // the buckets of this process's sends in flight
 }
@@ -85,7 +87,7 @@ func (g *gate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
 // Hold sets the scope's hold to until, rounded up to the millisecond, if
 // that is later than the one it has.
 func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
-	now := time.Now()
+	now := g.now()
 	if !until.After(now) {
 		return nil
 	}
@@ -98,7 +100,7 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 // Take admits one send of scope and returns the zero time, or returns the
 // time to ask again: the scope's hold, or its spent quota's reset.
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
-	now := time.Now()
+	now := g.now()
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
 		return takeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli())...).Int64Slice()
 	})
@@ -118,7 +120,7 @@ func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 // Done records that a send Take admitted was answered, with the quota its
 // response published, if q is not nil.
 func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota) error {
-	now := time.Now()
+	now := g.now()
 	bucket := g.inFlight.remove(scope)
 	var has, remaining, reset int64
 	if q != nil {

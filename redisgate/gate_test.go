@@ -1,6 +1,7 @@
 package redisgate
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -90,20 +91,28 @@ func TestHoldExpires(t *testing.T) {
 	g := newGate(t, s)
 	g.margin = 50 * time.Millisecond
 	ctx := t.Context()
-	until := time.Now().Add(300 * time.Millisecond)
-	require.NoError(t, g.Hold(ctx, "s", until))
-	ttl, err := g.client.PTTL(ctx, "heed:gate:s").Result()
-	require.NoError(t, err)
-	assert.Greater(t, ttl, 200*time.Millisecond)
-	assert.LessOrEqual(t, ttl, 352*time.Millisecond, "the hold plus the margin, to the millisecond")
+	// hold holds s until until, and wants its key to expire at until plus
+	// the margin, give or take the latency of the calls.
+	hold := func(until, expires time.Time) {
+		t.Helper()
+		start := time.Now()
+		require.NoError(t, g.Hold(ctx, "s", until))
+		took := time.Since(start)
+		before := time.Now()
+		ttl, err := g.client.PTTL(ctx, "heed:gate:s").Result()
+		require.NoError(t, err)
+		after := time.Now()
+		at := expires.Add(g.margin)
+		assert.GreaterOrEqual(t, ttl, at.Sub(after)-2*time.Millisecond, "no sooner than the hold and the margin")
+		assert.LessOrEqual(t, ttl, at.Sub(before)+took+2*time.Millisecond, "nor much later")
+	}
+	until := time.Now().Add(time.Second)
+	hold(until, until)
+	later := until.Add(500 * time.Millisecond)
+	hold(later, later)
+	hold(until, later) // a shorter hold changes nothing
 
-	// A later hold extends the key's life too.
-	require.NoError(t, g.Hold(ctx, "s", until.Add(200*time.Millisecond)))
-	ttl, err = g.client.PTTL(ctx, "heed:gate:s").Result()
-	require.NoError(t, err)
-	assert.Greater(t, ttl, 400*time.Millisecond)
-
-	time.Sleep(time.Until(until.Add(250 * time.Millisecond)))
+	time.Sleep(time.Until(later.Add(20 * time.Millisecond)))
 	nb, err := g.NotBefore(ctx, "s")
 	require.NoError(t, err)
 	assert.False(t, nb.After(time.Now()), "a passed hold lets requests through")
@@ -113,11 +122,18 @@ func TestHoldExpires(t *testing.T) {
 	require.NoError(t, g.Done(ctx, "s", nil))
 
 	// With no hold, no quota and nothing in flight, the key goes away at
-	// the margin after the hold.
-	require.Eventually(t, func() bool {
-		n, err := g.client.Exists(ctx, "heed:gate:s").Result()
-		return err == nil && n == 0
-	}, 3*time.Second, 20*time.Millisecond)
+	// once.
+	n, err := g.client.Exists(ctx, "heed:gate:s").Result()
+	require.NoError(t, err)
+	assert.Zero(t, n)
+
+	// Left alone, a key expires at the margin after its hold.
+	until = time.Now().Add(500 * time.Millisecond)
+	hold(until, until)
+	time.Sleep(time.Until(until.Add(g.margin + 20*time.Millisecond)))
+	n, err = g.client.Exists(ctx, "heed:gate:s").Result()
+	require.NoError(t, err)
+	assert.Zero(t, n)
 }
 
 func TestPrefix(t *testing.T) {
@@ -224,4 +240,25 @@ func TestClientKinds(t *testing.T) {
 			assert.Equal(t, until, at)
 		})
 	}
+}
+
+// TestConcurrentHolds: holds from many goroutines of several gates end at
+// the latest of them.
+func TestConcurrentHolds(t *testing.T) {
+	s := startRedis(t)
+	gates := []*gate{newGate(t, s), newGate(t, s), newGate(t, s)}
+	now := time.Now().Truncate(time.Millisecond)
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			g := gates[i%len(gates)]
+			assert.NoError(t, g.Hold(t.Context(), "s", now.Add(time.Duration(i+1)*time.Second)))
+			_, err := g.NotBefore(t.Context(), "s")
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	nb, err := gates[0].NotBefore(t.Context(), "s")
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(100*time.Second), nb)
 }

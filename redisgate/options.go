@@ -15,10 +15,12 @@ type optionFunc func(*gate)
 
 func (f optionFunc) apply(g *gate) { f(g) }
 
-// Defaults of the options.
 const (
-	DefaultPrefix      = "heed:gate:"
-	DefaultTimeout     = 50 * time.Millisecond
+	// DefaultPrefix is the prefix of the gate's keys without WithPrefix.
+	DefaultPrefix = "heed:gate:"
+	// DefaultTimeout bounds each Redis call without WithTimeout.
+	DefaultTimeout = 50 * time.Millisecond
+	// DefaultMaxInFlight is the in-flight lifetime without WithMaxInFlight.
 	DefaultMaxInFlight = time.Minute
 )
 

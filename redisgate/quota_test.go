@@ -2,6 +2,8 @@ package redisgate
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,9 +59,9 @@ var quotaSequences = []struct {
 		take(5*time.Second, 1), nb(5 * time.Second),
 	}},
 	{"reset passes", []step{
-		take(0, 1), done(0, 150*time.Millisecond),
-		take(150*time.Millisecond, 1),
-		sleepTo(200 * time.Millisecond),
+		take(0, 1), done(0, time.Second),
+		take(time.Second, 1),
+		sleepTo(1100 * time.Millisecond),
 		take(0, 3), nb(0),
 	}},
 	{"same figure twice gives a send back, earlier reset wins", []step{
@@ -164,23 +166,26 @@ func TestQuotaMatchesMemGate(t *testing.T) {
 // shrink the fleet's quota for ever.
 func TestSendsInFlightAge(t *testing.T) {
 	s := startRedis(t)
-	const life = 200 * time.Millisecond
+	const life = time.Minute
+	// The gates read a clock the test moves: from the start of a bucket.
+	clock := time.Now().Truncate(life).Add(time.Millisecond)
+	now := func() time.Time { return clock }
 	g := newGate(t, s, WithMaxInFlight(life))
 	dead := newGate(t, s, WithMaxInFlight(life)) // a process that dies mid-request
+	g.now, dead.now = now, now
 	ctx := t.Context()
-	// Start at the beginning of a bucket, so the bounds are sharp.
-	time.Sleep(time.Until(time.Now().Truncate(life).Add(life + 5*time.Millisecond)))
 	for range 3 {
 		at, err := dead.Take(ctx, "s")
 		require.NoError(t, err)
 		require.True(t, at.IsZero())
 	}
-	reset := time.Now().Add(time.Minute)
-	quota := func() int {
+	// free learns a quota of 10 and returns how many sends it then
+	// admits, answering them, and forgets the quota.
+	free := func() int {
 		at, err := g.Take(ctx, "s")
 		require.NoError(t, err)
 		require.True(t, at.IsZero())
-		require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 10, Reset: reset}))
+		require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 10, Reset: clock.Add(time.Second)}))
 		n := 0
 		for {
 			at, err := g.Take(ctx, "s")
@@ -193,15 +198,57 @@ func TestSendsInFlightAge(t *testing.T) {
 		for range n {
 			require.NoError(t, g.Done(ctx, "s", nil))
 		}
+		require.NoError(t, g.client.HSet(ctx, "heed:gate:s", "k", 0).Err())
 		return n
 	}
-	assert.Equal(t, 10-3, quota(), "the dead process's three sends count")
+	steps := []struct {
+		after time.Duration // since the dead sends
+		want  int
+		why   string
+	}{
+		{0, 10 - 3, "the dead process's three sends count"},
+		{life - 2*time.Millisecond, 10 - 3, "for a lifetime"},
+		{life + 30*time.Second, 10 - 3, "and into the next"},
+		{2*life - 2*time.Millisecond, 10 - 3, "up to two lifetimes"},
+		{2 * life, 10, "not after two"},
+	}
+	start := clock
+	for _, st := range steps {
+		clock = start.Add(st.after)
+		assert.Equal(t, st.want, free(), "%v: %s", st.after, st.why)
+	}
+}
 
-	time.Sleep(life)
-	require.NoError(t, g.client.HSet(ctx, "heed:gate:s", "k", 0).Err()) // forget the quota, keep the sends
-	assert.Equal(t, 10-3, quota(), "still, a lifetime later")
+// TestConcurrentTakesSpendTheQuotaOnce: goroutines of several gates, as of
+// several processes, together take exactly the sends a quota allows.
+func TestConcurrentTakesSpendTheQuotaOnce(t *testing.T) {
+	s := startRedis(t)
+	gates := []*gate{newGate(t, s), newGate(t, s), newGate(t, s), newGate(t, s)}
+	ctx := t.Context()
+	reset := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	at, err := gates[0].Take(ctx, "s")
+	require.NoError(t, err)
+	require.True(t, at.IsZero())
+	require.NoError(t, gates[0].Done(ctx, "s", &heed.Quota{Remaining: 50, Reset: reset}))
 
-	time.Sleep(life)
-	require.NoError(t, g.client.HSet(ctx, "heed:gate:s", "k", 0).Err())
-	assert.Equal(t, 10, quota(), "not after two")
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			g := gates[i%len(gates)]
+			for {
+				at, err := g.Take(ctx, "s")
+				if !assert.NoError(t, err) {
+					return
+				}
+				if !at.IsZero() {
+					assert.Equal(t, reset, at, "refused until the reset")
+					return
+				}
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(50), admitted.Load())
 }

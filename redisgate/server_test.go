@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -29,7 +30,11 @@ func startRedis(t testing.TB) *redisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server not found: install it (Debian, Ubuntu: apt-get install -y redis-server) to run the redisgate tests")
+		const msg = "redis-server not found: install it (Debian, Ubuntu: apt-get install -y redis-server) to run the redisgate tests"
+		if os.Getenv("HEED_REQUIRE_REDIS") == "1" {
+			t.Fatal(msg + "; HEED_REQUIRE_REDIS=1 makes that a failure")
+		}
+		t.Skip(msg)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

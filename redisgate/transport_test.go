@@ -84,15 +84,16 @@ func TestTransportsShareHoldsAndQuotas(t *testing.T) {
 			t.Cleanup(a.CloseIdleConnections)
 			t.Cleanup(b.CloseIdleConnections)
 
+			start := time.Now()
 			_, err := get(t, a, srv.URL+tt.path, 5*time.Second)
 			require.NoError(t, err)
-			start := time.Now()
 			_, err = get(t, b, srv.URL+"/ok", 500*time.Millisecond)
 			var de *heed.DeferredError
 			require.ErrorAs(t, err, &de)
 			assert.Equal(t, 0, de.Attempts, "nothing sent")
 			assert.Equal(t, "cooling down", de.Reason)
-			assert.GreaterOrEqual(t, de.RetryAt.Sub(start), tt.wait-50*time.Millisecond)
+			assert.GreaterOrEqual(t, de.RetryAt.Sub(start), tt.wait)
+			assert.Less(t, de.RetryAt.Sub(start), tt.wait+5*time.Second)
 			assert.Zero(t, hitsOf(hits, "/ok"))
 		})
 	}
@@ -165,14 +166,14 @@ func TestFailOpenWhenRedisIsDown(t *testing.T) {
 		start := time.Now()
 		err := op.call(t.Context(), g)
 		assert.Error(t, err, op.name)
-		assert.Less(t, time.Since(start), 200*time.Millisecond, "%s fails fast", op.name)
+		assert.Less(t, time.Since(start), time.Second, "%s fails fast", op.name)
 	}
 	for range 20 {
 		start := time.Now()
 		status, err := get(t, tr, srv.URL+"/ok", 5*time.Second)
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, status)
-		assert.Less(t, time.Since(start), 500*time.Millisecond)
+		assert.Less(t, time.Since(start), 2*time.Second, "the request does not wait for Redis")
 	}
 	gateWarns := logs.FilterLoggerName("gate").FilterLevelExact(zapcore.WarnLevel).Len()
 	assert.Positive(t, gateWarns, "the gate warns")
@@ -187,53 +188,68 @@ func TestFailOpenWhenRedisIsSlow(t *testing.T) {
 	s := startRedis(t)
 	srv, _ := newAPI(t)
 	const timeout = 50 * time.Millisecond
+	type subject struct {
+		name string
+		g    *gate
+		tr   *heed.Transport
+		logs *observer.ObservedLogs
+	}
+	var subjects []subject
 	for _, ctxTimeout := range []bool{true, false} {
 		name := "ContextTimeoutEnabled"
 		if !ctxTimeout {
 			name = "no ContextTimeoutEnabled"
 		}
-		t.Run(name, func(t *testing.T) {
-			core, logs := observer.New(zapcore.WarnLevel)
-			c := s.clientWith(t, ctxTimeout)
-			g := New(c, WithTimeout(timeout), WithLogger(zap.New(core))).(*gate)
-			require.Equal(t, ctxTimeout, g.bounded)
-			tr := heed.New(nil, heed.WithGate(g))
-			t.Cleanup(tr.CloseIdleConnections)
-			g.timeout = 5 * time.Second // connect and load the scripts
-			_, err := get(t, tr, srv.URL+"/ok", 5*time.Second)
-			require.NoError(t, err)
-			require.Zero(t, logs.Len())
-			g.timeout = timeout
+		core, logs := observer.New(zapcore.WarnLevel)
+		g := New(s.clientWith(t, ctxTimeout), WithTimeout(timeout), WithLogger(zap.New(core))).(*gate)
+		require.Equal(t, ctxTimeout, g.bounded)
+		tr := heed.New(nil, heed.WithGate(g))
+		t.Cleanup(tr.CloseIdleConnections)
+		g.timeout = 5 * time.Second // connect and load the scripts
+		_, err := get(t, tr, srv.URL+"/ok", 5*time.Second)
+		require.NoError(t, err)
+		require.Zero(t, logs.Len())
+		g.timeout = timeout
+		subjects = append(subjects, subject{name, g, tr, logs})
+	}
 
-			admin := s.client(t)
-			const pause = 1500 * time.Millisecond
-			require.NoError(t, admin.Do(t.Context(), "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err())
-			paused := time.Now()
+	// Redis holds every command for the pause: the calls below fail by
+	// their deadline, which shows they ran within it.
+	const pause = 4 * time.Second
+	require.NoError(t, s.client(t).Do(t.Context(), "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err())
+	for _, sub := range subjects {
+		t.Run(sub.name, func(t *testing.T) {
+			start := time.Now()
 			for _, op := range gateOps {
 				start := time.Now()
-				err := op.call(t.Context(), g)
+				err := op.call(t.Context(), sub.g)
 				took := time.Since(start)
 				require.Error(t, err, op.name)
 				assert.ErrorIs(t, err, context.DeadlineExceeded)
-				assert.Less(t, took, timeout+100*time.Millisecond, "%s returns at the timeout, not when Redis does", op.name)
+				// Redis answers after the pause; the bound leaves room for
+				// a loaded machine's late timers.
+				assert.Less(t, took, time.Second, "%s returns at the timeout, not when Redis does", op.name)
+				t.Logf("%s failed open in %v", op.name, took)
 			}
-			for range 5 {
+			for range 3 {
 				start := time.Now()
-				status, err := get(t, tr, srv.URL+"/ok", 5*time.Second)
+				status, err := get(t, sub.tr, srv.URL+"/ok", 5*time.Second)
 				require.NoError(t, err)
 				assert.Equal(t, http.StatusOK, status)
-				assert.Less(t, time.Since(start), 3*timeout+200*time.Millisecond, "a request pays at most its gate calls' timeouts")
+				assert.Less(t, time.Since(start), 2*time.Second, "a request pays its gate calls' timeouts, not the pause")
 			}
-			require.Less(t, time.Since(paused), pause, "the test ran while Redis was paused")
-			assert.Equal(t, 1, logs.Len(), "one warning")
-			assert.Contains(t, logs.All()[0].ContextMap()["error"], "no answer from Redis within 50ms")
-
-			// Once Redis answers again, so does the gate.
-			require.Eventually(t, func() bool {
-				_, err := g.NotBefore(t.Context(), "s")
-				return err == nil
-			}, 5*time.Second, 20*time.Millisecond)
+			warns := sub.logs.Len()
+			assert.Positive(t, warns)
+			assert.LessOrEqual(t, warns, 1+int(time.Since(start)/warnEvery), "at most one warning a second")
+			assert.Contains(t, sub.logs.All()[0].ContextMap()["error"], "no answer from Redis within 50ms")
 		})
+	}
+	// Once Redis answers again, so does the gate.
+	for _, sub := range subjects {
+		require.Eventually(t, func() bool {
+			_, err := sub.g.NotBefore(t.Context(), "s")
+			return err == nil
+		}, pause+5*time.Second, 20*time.Millisecond)
 	}
 }
 
