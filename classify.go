@@ -249,7 +249,9 @@ func s3SlowDown(resp *http.Response) bool {
 }
 
 func respContentType(resp *http.Response) string {
-	if v := resp.Header["Content-Type"]; len(v) > 0 {
+	// A media type with its parameters fits well within 256 bytes; a
+	// longer value is no content type, and is not copied.
+	if v := resp.Header["Content-Type"]; len(v) > 0 && len(v[0]) <= 256 {
 		return strings.ToLower(v[0])
 	}
 	return ""

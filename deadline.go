@@ -2,6 +2,7 @@ package heed
 
 import (
 	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -44,9 +45,12 @@ type DeferredError struct {
 	Left time.Duration
 	// Err is the last transport error, if any.
 	Err error
+
+	rawURL *url.URL // the request's URL, kept out of Error's text
 }
 
-// Error describes the deferral; it holds no secret from the request.
+// Error describes the deferral. It holds no secret from the request: the
+// text of Err is shown with the URLs it quotes redacted.
 func (e *DeferredError) Error() string {
 	var b strings.Builder
 	b.WriteString("heed: ")
@@ -71,7 +75,7 @@ func (e *DeferredError) Error() string {
 	b.WriteByte(')')
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(redactError(e.Err, e.rawURL))
 	}
 	return b.String()
 }

@@ -161,7 +161,6 @@ func (g *memGate) done(scope string, q *Quota, now time.Time) {
 	if q.Reset.Before(s.reset) {
 		s.reset = q.Reset
 	}
-	return
 }
 
 // state returns scope's state, making it, and forgets idle scopes when

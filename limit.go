@@ -8,7 +8,7 @@ import (
 
 // adaptive is a scope's client-side rate limiter, after the CUBIC-based
 // adaptive mode of the AWS SDKs. It is off until the scope is first
-// throttled. Then it paces sends with a token bucket whose rate starts at
+// throttled while other sends of it are in flight. Then it paces sends with a token bucket whose rate starts at
 // 0.7 × the rate the scope was sending at, and grows back along a cubic
 // curve, past that rate, until the next throttle. Its bucket holds up to a
 // second of sends, so a scope that waited at the gate may send a burst when
@@ -18,6 +18,7 @@ type adaptive struct {
 	mu sync.Mutex
 
 	enabled  bool
+	inflight int     // sends granted and not yet answered
 	fillRate float64 // sends a second
 	capacity float64
 	tokens   float64
@@ -45,22 +46,31 @@ const (
 	adaptiveBucket  = 2   // measured-rate buckets a second
 )
 
-// wait returns how long a send must wait for a token, taking one when it
-// may go now.
+// wait returns how long a send must wait for a token; 0 when it may go.
+// It takes nothing: sent does, when the send goes.
 func (a *adaptive) wait(now time.Time) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.enabled {
-		a.measure(now)
 		return 0
 	}
 	a.refill(now)
 	if a.tokens >= 1 {
-		a.tokens--
-		a.measure(now)
 		return 0
 	}
 	return time.Duration(math.Ceil((1 - a.tokens) / a.fillRate * float64(time.Second)))
+}
+
+// sent records a send going out: it takes a token and counts the send.
+func (a *adaptive) sent(now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.measure(now)
+	a.inflight++
+	if a.enabled {
+		a.refill(now)
+		a.tokens--
+	}
 }
 
 func (a *adaptive) refill(now time.Time) {
@@ -78,7 +88,13 @@ func (a *adaptive) refill(now time.Time) {
 func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.enabled && !throttled {
+	if a.inflight > 0 {
+		a.inflight--
+	}
+	// A lone caller, one send at a time, makes no herd: the server's hints
+	// pace it. The limiter starts when a throttle comes while other sends
+	// of the scope are in flight.
+	if !a.enabled && (!throttled || a.inflight == 0) {
 		return
 	}
 	if throttled && a.enabled && !sent.After(a.lastThrottle) {

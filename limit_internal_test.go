@@ -12,7 +12,7 @@ func TestAdaptiveOffUntilThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a adaptive
 		for range 1000 {
-			assert.Zero(t, a.wait(time.Now()))
+			assert.Zero(t, a.waitAndSend(time.Now()))
 			a.answered(time.Now(), time.Now(), false, 0)
 		}
 		assert.False(t, a.enabled)
@@ -24,7 +24,7 @@ func TestAdaptiveThrottleOncePerBurst(t *testing.T) {
 		var a adaptive
 		sent := time.Now()
 		for range 32 {
-			a.wait(sent)
+			a.waitAndSend(sent)
 		}
 		time.Sleep(100 * time.Millisecond)
 		// 32 sends in 0.1s: 320 a second; the burst's 429s lower it once.
@@ -36,7 +36,7 @@ func TestAdaptiveThrottleOncePerBurst(t *testing.T) {
 		// A throttle of a send made after that lowers it again.
 		time.Sleep(10 * time.Millisecond)
 		later := time.Now()
-		assert.Zero(t, a.wait(later), "a token came in 10ms")
+		assert.Zero(t, a.waitAndSend(later), "a token came in 10ms")
 		time.Sleep(10 * time.Millisecond)
 		a.answered(time.Now(), later, true, 0)
 		assert.Less(t, a.fillRate, 320*adaptiveBeta)
@@ -48,7 +48,7 @@ func TestAdaptivePacesAndRecovers(t *testing.T) {
 		var a adaptive
 		start := time.Now()
 		for range 10 {
-			a.wait(start)
+			a.waitAndSend(start)
 		}
 		time.Sleep(100 * time.Millisecond)
 		a.answered(time.Now(), start, true, 0) // 100 a second: paced at 70
@@ -57,11 +57,11 @@ func TestAdaptivePacesAndRecovers(t *testing.T) {
 		// Paced: sends are spaced 1/rate apart once the bucket is empty.
 		var waits []time.Duration
 		for range 5 {
-			w := a.wait(time.Now())
+			w := a.waitAndSend(time.Now())
 			for w > 0 {
 				waits = append(waits, w)
 				time.Sleep(w)
-				w = a.wait(time.Now())
+				w = a.waitAndSend(time.Now())
 			}
 		}
 		assert.NotEmpty(t, waits)
@@ -79,15 +79,39 @@ func TestAdaptiveFloorIsTheHint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a adaptive
 		now := time.Now()
-		a.wait(now)
+		a.waitAndSend(now)
+		a.waitAndSend(now)
 		time.Sleep(time.Second)
-		// One send a second, throttled with a 10ms hint: the server lets a
+		// Two sends a second, throttled with a 10ms hint: the server lets a
 		// single caller send every 10ms, so heed paces no slower.
 		a.answered(time.Now(), now, true, 10*time.Millisecond)
 		assert.InDelta(t, 100, a.fillRate, 0.01)
 		time.Sleep(time.Second)
+		a.waitAndSend(time.Now())
 		a.answered(time.Now(), time.Now(), true, 0)
 		assert.Less(t, a.fillRate, 50.0, "without a hint, the 10ms floor is gone")
 		assert.GreaterOrEqual(t, a.fillRate, adaptiveMinRate)
 	})
+}
+
+func TestAdaptiveLeavesALoneCallerToTheHints(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var a adaptive
+		for range 10 {
+			sent := time.Now()
+			assert.Zero(t, a.waitAndSend(sent))
+			time.Sleep(time.Millisecond)
+			a.answered(time.Now(), sent, true, 0) // throttled, nothing else in flight
+		}
+		assert.False(t, a.enabled, "one send at a time makes no herd")
+	})
+}
+
+// waitAndSend is wait, then sent when the send may go: what a RoundTrip does.
+func (a *adaptive) waitAndSend(now time.Time) time.Duration {
+	w := a.wait(now)
+	if w == 0 {
+		a.sent(now)
+	}
+	return w
 }

@@ -1,7 +1,9 @@
 package heed
 
 import (
+	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,7 +70,7 @@ func (t *Transport) logDecision(level zapcore.Level, d *decision) {
 	}
 	fields = append(fields, zap.Duration("left", d.left))
 	if d.err != nil {
-		fields = append(fields, zap.String("error", redactError(d.err)))
+		fields = append(fields, zap.String("error", redactError(d.err, d.url)))
 	}
 	ce.Write(fields...)
 }
@@ -86,32 +88,61 @@ func redactURL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	path := u.EscapedPath()
+	host, path := u.Host, u.EscapedPath()
+	if u.Opaque != "" {
+		// scheme:opaque; an opaque of the form //[userinfo@]host/path
+		// names the authority itself.
+		op, _, _ := strings.Cut(u.Opaque, "?")
+		if rest, ok := strings.CutPrefix(op, "//"); ok {
+			authority, p, slash := strings.Cut(rest, "/")
+			if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+				authority = authority[i+1:]
+			}
+			host, path = authority, ""
+			if slash {
+				path = "/" + p
+			}
+		} else {
+			return u.Scheme + ":" + op
+		}
+	}
 	var b strings.Builder
-	b.Grow(len(u.Scheme) + 3 + len(u.Host) + len(path))
+	b.Grow(len(u.Scheme) + 3 + len(host) + len(path))
 	if u.Scheme != "" {
 		b.WriteString(u.Scheme)
 		b.WriteString("://")
 	}
-	b.WriteString(u.Host)
-	if u.Opaque != "" {
-		b.WriteString(strings.SplitN(u.Opaque, "?", 2)[0])
-	} else {
-		b.WriteString(path)
-	}
+	b.WriteString(host)
+	b.WriteString(path)
 	return b.String()
 }
 
-// redactError returns err's text with any URL in it redacted, since
-// net/http's errors quote the request URL.
-func redactError(err error) string {
-	if ue, ok := err.(*url.Error); ok {
-		u, perr := url.Parse(ue.URL)
-		s := ""
-		if perr == nil {
-			s = redactURL(u)
-		}
-		return ue.Op + " " + s + ": " + redactError(ue.Err)
+// redactError returns err's text with the URLs it quotes redacted: that of
+// any *url.Error in its chain (net/http's errors quote the request URL),
+// and raw, the request's own URL, wherever it appears.
+func redactError(err error, raw *url.URL) string {
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.URL != "" {
+		msg = replaceURL(msg, ue.URL)
 	}
-	return err.Error()
+	if raw != nil {
+		msg = replaceURL(msg, raw.String())
+	}
+	return msg
+}
+
+// replaceURL replaces rawURL in msg, as it is and as %q quotes it, with its
+// redacted form.
+func replaceURL(msg, rawURL string) string {
+	u, err := url.Parse(rawURL)
+	clean := ""
+	if err == nil {
+		clean = redactURL(u)
+	}
+	if clean == rawURL {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, strconv.Quote(rawURL), strconv.Quote(clean))
+	return strings.ReplaceAll(msg, rawURL, clean)
 }

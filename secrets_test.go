@@ -270,7 +270,6 @@ func TestSecretsWithRealTransportErrors(t *testing.T) {
 // returns, bare or wrapped) must not carry the query into heed's logs or
 // into the text of a DeferredError.
 func TestSecretsInnerErrorQuotingTheURL(t *testing.T) {
-	t.Skip("heed bug: DeferredError.Error() appends Err.Error() unredacted, and redactError (log.go) redacts only a top-level *url.Error, so a wrapped one reaches the log's error field: userinfo, query and fragment leak")
 	full := "https://alice:" + secretPassword + "@api.example" + secretPath
 	for _, tc := range []struct {
 		name string
@@ -307,7 +306,6 @@ func TestSecretsInnerErrorQuotingTheURL(t *testing.T) {
 // TestSecretsOpaqueURL: a request whose URL is opaque (the request-URI
 // set by hand) is redacted too.
 func TestSecretsOpaqueURL(t *testing.T) {
-	t.Skip("heed bug: redactURL writes Host then Opaque as is; an Opaque of the documented form //userinfo@host/path keeps the userinfo (and repeats the host)")
 	synctest.Test(t, func(t *testing.T) {
 		tr, w := newSecretTransport(script(tooMany("Retry-After", "600")), heed.Policy{MaxWait: time.Second})
 		req := secretRequest(t, t.Context(), "GET", "https://api.example")

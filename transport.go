@@ -214,6 +214,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			rt.done(nil, sent)
 			return nil, err
 		}
+		rt.limiter.sent(sent)
 		resp, err := rt.t.next.RoundTrip(out)
 		now = time.Now()
 		rt.done(resp, now)
@@ -468,6 +469,7 @@ func (rt *roundTrip) deferred(d *decision, attempts int) *DeferredError {
 		RetryAt:  d.retryAt,
 		Left:     d.left,
 		Err:      rt.err,
+		rawURL:   rt.req.URL,
 	}
 }
 

@@ -241,7 +241,7 @@ func TestKeepsTheCallersPrepareRetry(t *testing.T) {
 func TestCallersRequestIsLeftAlone(t *testing.T) {
 	s := newServer(t, answer{status: 429, header: map[string]string{"Retry-After": "0"}}, answer{status: 429, header: map[string]string{"Retry-After": "0"}}, answer{status: 200})
 	c := newClient(t, quick(heed.Policy{}))
-	ctx := context.WithValue(context.Background(), struct{}{}, "mine")
+	ctx := context.WithValue(context.Background(), callerKey{}, "mine")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	require.NoError(t, err)
 	req.Header.Set("X-Mine", "1")
@@ -338,3 +338,6 @@ func TestConcurrentCallsSharingAContext(t *testing.T) {
 		assert.Len(t, s.requests(), 3)
 	}
 }
+
+// callerKey is a context key of the caller's own.
+type callerKey struct{}

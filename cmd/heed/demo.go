@@ -245,8 +245,8 @@ type exchange struct {
 // call sends one request through the demo's client. ctx nil means a
 // context bounded by safetyTimeout.
 func (d *demo) call(ctx context.Context, method, path, body string, header http.Header) exchange {
-	if ctx == nil {
-		c, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	if _, ok := ctx.Deadline(); !ok {
+		c, cancel := context.WithTimeout(ctx, safetyTimeout)
 		defer cancel()
 		ctx = c
 	}
@@ -418,7 +418,7 @@ func (d *demo) result(x exchange) {
 }
 
 func (d *demo) playBackoff() {
-	x := d.call(nil, http.MethodGet, pathModels, "", nil)
+	x := d.call(context.Background(), http.MethodGet, pathModels, "", nil)
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 429, 429, 429, 200)
@@ -435,7 +435,7 @@ func (d *demo) playBackoff() {
 }
 
 func (d *demo) playRetryAfter() {
-	x := d.call(nil, http.MethodGet, pathFiles, "", nil)
+	x := d.call(context.Background(), http.MethodGet, pathFiles, "", nil)
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 429, 200)
@@ -454,7 +454,7 @@ func (d *demo) playRetryAfter() {
 }
 
 func (d *demo) playHTTPDate() {
-	x := d.call(nil, http.MethodGet, pathStatus, "", nil)
+	x := d.call(context.Background(), http.MethodGet, pathStatus, "", nil)
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 503, 200)
@@ -558,7 +558,7 @@ func (d *demo) playDeferred() {
 }
 
 func (d *demo) playQuota() {
-	x := d.call(nil, http.MethodPost, pathChat, `{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`, nil)
+	x := d.call(context.Background(), http.MethodPost, pathChat, `{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`, nil)
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 429)
@@ -580,7 +580,7 @@ func (d *demo) playLostPOST() {
 	// replay-safe when a reused connection fails, and the demo is about
 	// heed's decision, not that one.
 	d.client.CloseIdleConnections()
-	x := d.call(nil, http.MethodPost, pathCharges, `{"amount":4200,"currency":"usd"}`, nil)
+	x := d.call(context.Background(), http.MethodPost, pathCharges, `{"amount":4200,"currency":"usd"}`, nil)
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 0)
@@ -602,7 +602,7 @@ func (d *demo) playLostPOST() {
 
 func (d *demo) playKeyedPOST() {
 	d.client.CloseIdleConnections() // see playLostPOST
-	x := d.call(nil, http.MethodPost, pathCharges, `{"amount":4200,"currency":"usd"}`, http.Header{"Idempotency-Key": {idemKey}})
+	x := d.call(context.Background(), http.MethodPost, pathCharges, `{"amount":4200,"currency":"usd"}`, http.Header{"Idempotency-Key": {idemKey}})
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 0, 200)

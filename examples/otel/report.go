@@ -128,7 +128,7 @@ func attrs(sep string, kv []attribute.KeyValue) string {
 func encode(s attribute.Set) string {
 	var parts []string
 	for _, a := range s.ToSlice() {
-		parts = append(parts, string(a.Key)+"="+a.Value.Emit())
+		parts = append(parts, string(a.Key)+"="+a.Value.String())
 	}
 	return strings.Join(parts, " ")
 }
