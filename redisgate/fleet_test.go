@@ -259,13 +259,15 @@ func writeFleetReport(t *testing.T, path string, results []fleetRun, quota, hint
 	fmt.Fprintf(&b, "start are answered together), which no gate can call back: sharing the gate saves only each\n")
 	fmt.Fprintf(&b, "process's own discovery, at most one 429 per process per window, so it gains little here.\n")
 	fmt.Fprintf(&b, "A published quota lets the fleet stop before the window runs out, if the fleet counts its sends\n")
-	fmt.Fprintf(&b, "in one place: that is what the shared redisgate does, and private gates each spend the whole quota.\n\n")
+	fmt.Fprintf(&b, "in one place: that is what the shared redisgate does. Private gates each set only their own sends\n")
+	fmt.Fprintf(&b, "against the figure the server publishes, so together they overshoot it.\n\n")
 	fmt.Fprintf(&b, "Command: `go test ./redisgate -run TestFleet -v -fleet` (needs redis-server on the PATH).\n\n")
 	fmt.Fprintf(&b, "Machine: %s\n", machine())
 	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 }
 
-// machine returns the Go version, the number of CPUs and the CPU model.
+// machine returns the Go version, the number of CPUs, the CPU model and
+// the load average: other work on the machine shows in the wall times.
 func machine() string {
 	model := "unknown CPU"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
@@ -276,5 +278,9 @@ func machine() string {
 			}
 		}
 	}
-	return fmt.Sprintf("%s %s/%s, nproc %d, %s", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model)
+	load := "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	return fmt.Sprintf("%s %s/%s, nproc %d, %s; load average %s when written", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model, load)
 }
