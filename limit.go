@@ -3,6 +3,7 @@ package heed
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,8 +19,9 @@ type adaptive struct {
 	mu sync.Mutex
 
 	enabled  bool
-	inflight int     // sends granted and not yet answered
-	fillRate float64 // sends a second
+	active   atomic.Bool // enabled, read without the lock
+	inflight int         // sends granted and not yet answered
+	fillRate float64     // sends a second
 	capacity float64
 	tokens   float64
 	lastFill time.Time
@@ -117,6 +119,7 @@ func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Durat
 		}
 		if !a.enabled {
 			a.enabled, a.tokens, a.lastFill = true, 0, now
+			a.active.Store(true)
 		}
 	} else {
 		t := now.Sub(a.lastThrottle).Seconds() - a.k

@@ -131,6 +131,14 @@ func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string
 	return 0, "", false
 }
 
+// publishesQuota reports whether h has a field that quota reads a remaining
+// count from, so that the caller can skip quota, and reading the clock for
+// it, on the common response that has none.
+func publishesQuota(h http.Header) bool {
+	return h["Ratelimit"] != nil || h["Ratelimit-Remaining"] != nil ||
+		h["X-Ratelimit-Remaining"] != nil || h["X-Ratelimit-Remaining-Requests"] != nil
+}
+
 // quota reads the quota a response publishes: the scope may send remaining
 // more requests before the quota is restored, reset from now. The first
 // source that is complete and valid wins, in this order:

@@ -216,9 +216,10 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 		rt.limiter.sent(sent)
 		resp, err := rt.t.next.RoundTrip(out)
-		now = time.Now()
-		rt.done(resp, now)
-		rt.took = now.Sub(sent)
+		// The clock is read again only when a decision needs it: a
+		// delivered response that publishes no quota does without.
+		now = time.Time{}
+		rt.done(resp, sent)
 		rt.err = err
 		rt.status = 0
 		if resp != nil {
@@ -233,12 +234,16 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
-			rt.limiter.answered(now, sent, false, 0)
+			if rt.limiter.active.Load() {
+				rt.limiter.answered(time.Now(), sent, false, 0)
+			}
 			d.op = opDeliver
 			rt.decide(levelFor(v.Class), &d)
 			return resp, err
 		}
 
+		now = time.Now()
+		rt.took = now.Sub(sent)
 		var hint time.Duration
 		var source string
 		hinted := false
@@ -376,13 +381,17 @@ const maxGateSpread = 20 * time.Millisecond
 // done tells a QuotaGate that the send it admitted was answered, with the
 // quota the response published. A response served by a cache (one with an
 // Age header) publishes nothing, as the RateLimit fields draft says.
+//
+// now is the time the send went, which serves when the response publishes
+// nothing; the clock is read when it does.
 func (rt *roundTrip) done(resp *http.Response, now time.Time) {
 	if !rt.taken {
 		return
 	}
 	rt.taken = false
 	var q *Quota
-	if resp != nil && len(resp.Header) > 0 && resp.Header["Age"] == nil {
+	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
+		now = time.Now()
 		if r, reset, _, ok := quota(resp.Header, now); ok {
 			q = &Quota{Remaining: r, Reset: now.Add(reset)}
 		}
