@@ -23,6 +23,9 @@ func writeTable(w io.Writer, ss []*Scenario, cs []Client, figs map[string]Figure
 		f := figs[s.Name]
 		for _, r := range s.Rows {
 			cells := []string{r.Label, r.Ideal}
+			if v := f[r.Key][idealCell]; v != "" { // worked out during the run
+				cells[1] = v
+			}
 			for _, c := range cs {
 				v := f[r.Key][c.Name]
 				if v == "" {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// herdFigures is one client's figures of a herd scenario, parsed back from
+// the table.
+type herdFigures struct {
+	wall, ideal, floor float64 // ms; floor: 0 when the server's times are exact
+	received, refused  int
+	failed             string
+}
+
+var floorRE = regexp.MustCompile(`; ([0-9.]+ s) waiting out`)
+
+func herdCell(t *testing.T, tb table, name, col string) herdFigures {
+	t.Helper()
+	first2 := func(s string) string {
+		f := strings.Fields(s)
+		require.GreaterOrEqual(t, len(f), 2, "%q", s)
+		return f[0] + " " + f[1]
+	}
+	var h herdFigures
+	timeLabel := name + ": wall time, 200 GETs from 16 goroutines (× ideal)"
+	h.wall = millis(t, first2(tb.cell(t, timeLabel, col)))
+	ideal := tb.cell(t, timeLabel, "ideal")
+	h.ideal = millis(t, first2(ideal))
+	if m := floorRE.FindStringSubmatch(ideal); m != nil {
+		h.floor = millis(t, m[1])
+	}
+	rec, ref, ok := strings.Cut(tb.cell(t, name+": requests received / 429s sent", col), " / ")
+	require.True(t, ok)
+	var err error
+	h.received, err = strconv.Atoi(rec)
+	require.NoError(t, err)
+	h.refused, err = strconv.Atoi(ref)
+	require.NoError(t, err)
+	h.failed = tb.cell(t, name+": requests failed (error or non-200)", col)
+	return h
+}
+
+// TestHerdHeedMeetsTheIssueCriteria runs herd-window, herd-quota and
+// herd-quota-unix for heed, with go-retryablehttp beside it for the 429
+// comparison (each client has its own server; they run at once, about 5 s
+// in all, the two clients one after the other).
+//
+// Issue 3 asks heed to finish herd-window and herd-quota within 1.05× the
+// window arithmetic's ideal. With Retry-After and X-RateLimit-Reset given
+// as whole seconds rounded up, every hint is "1 s", so a client that never
+// sends before the time it was told cannot start the k-th window's
+// requests before start + k s: the literal bound holds only when the run
+// starts in the first fifth of a window. The test asserts 1.05× the larger
+// of the ideal and that floor, and logs the literal ratio; with the exact
+// reset GitHub sends (herd-quota-unix) it asserts the literal bound.
+//
+// Timing on a shared machine is noisy: when a time bound fails, the run is
+// made once more and the second is judged. Under the race detector, which
+// slows every request several times, the time bounds are logged, not
+// asserted; the counts are asserted either way.
+func TestHerdHeedMeetsTheIssueCriteria(t *testing.T) {
+	if testing.Short() {
+		t.Skip("herd scenarios take about 10 s")
+	}
+	names := []string{"herd-window", "herd-quota", "herd-quota-unix"}
+	var tb table
+	for try := 1; ; try++ {
+		var out, errs bytes.Buffer
+		require.Zero(t, run([]string{"-scenarios", strings.Join(names, ","), "-clients", "retryablehttp,heed"}, &out, &errs), errs.String())
+		t.Logf("run %d:\n%s", try, out.String())
+		tb = parseTable(t, out.String())
+		slow := false
+		for _, n := range names {
+			h := herdCell(t, tb, n, "heed")
+			slow = slow || h.wall > 1.05*max(h.ideal, h.floor)
+		}
+		if !slow || raceEnabled || try == 2 {
+			break
+		}
+	}
+	within := func(wall, bound float64, msg string) {
+		t.Helper()
+		if raceEnabled {
+			t.Logf("%s: %.0f ms against %.0f ms (not asserted under -race)", msg, wall, bound)
+			return
+		}
+		assert.LessOrEqual(t, wall, bound, msg)
+	}
+
+	w := herdCell(t, tb, "herd-window", "heed")
+	rw := herdCell(t, tb, "herd-window", "go-retryablehttp")
+	assert.Equal(t, "0", w.failed)
+	within(w.wall, 1.05*max(w.ideal, w.floor), "herd-window: within 1.05× of what whole-second hints allow")
+	assert.LessOrEqual(t, w.refused, rw.refused, "herd-window: no more 429s than go-retryablehttp")
+	t.Logf("herd-window: heed %.2f× the window ideal (issue's bound 1.05×), %d 429s against go-retryablehttp's %d", w.wall/w.ideal, w.refused, rw.refused)
+
+	q := herdCell(t, tb, "herd-quota", "heed")
+	assert.Equal(t, "0", q.failed)
+	assert.LessOrEqual(t, float64(q.refused), 0.02*float64(q.received-q.refused), "herd-quota: at most 2% as many 429s as requests served")
+	within(q.wall, 1.05*max(q.ideal, q.floor), "herd-quota: within 1.05× of what whole-second resets allow")
+	t.Logf("herd-quota: heed %.2f× the window ideal (issue's bound 1.05×), %d 429s", q.wall/q.ideal, q.refused)
+
+	u := herdCell(t, tb, "herd-quota-unix", "heed")
+	assert.Zero(t, u.floor)
+	assert.Equal(t, "0", u.failed)
+	assert.LessOrEqual(t, float64(u.refused), 0.02*float64(u.received-u.refused), "herd-quota-unix: at most 2% as many 429s as requests served")
+	within(u.wall, 1.05*u.ideal, "herd-quota-unix: within 1.05× the window ideal")
+}
