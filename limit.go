@@ -19,9 +19,9 @@ type adaptive struct {
 	mu sync.Mutex
 
 	enabled  bool
-	active   atomic.Bool // enabled, read without the lock
-	inflight int         // sends granted and not yet answered
-	fillRate float64     // sends a second
+	active   atomic.Bool  // enabled, read without the lock
+	inflight atomic.Int64 // sends gone and not yet answered
+	fillRate float64      // sends a second
 	capacity float64
 	tokens   float64
 	lastFill time.Time
@@ -68,7 +68,7 @@ func (a *adaptive) sent(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.measure(now)
-	a.inflight++
+	a.inflight.Add(1)
 	if a.enabled {
 		a.refill(now)
 		a.tokens--
@@ -88,15 +88,13 @@ func (a *adaptive) refill(now time.Time) {
 // counts once; and never below one send per hint, the pace the server
 // itself asked of a single caller.
 func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Duration) {
+	others := a.inflight.Add(-1)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.inflight > 0 {
-		a.inflight--
-	}
 	// A lone caller, one send at a time, makes no herd: the server's hints
 	// pace it. The limiter starts when a throttle comes while other sends
 	// of the scope are in flight.
-	if !a.enabled && (!throttled || a.inflight == 0) {
+	if !a.enabled && (!throttled || others <= 0) {
 		return
 	}
 	if throttled && a.enabled && !sent.After(a.lastThrottle) {

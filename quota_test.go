@@ -271,3 +271,33 @@ func TestHerdBucketInMemory(t *testing.T) {
 		t.Logf("took %v for ideal %v, 429s %d", took, ideal, srv.refused)
 	})
 }
+
+// TestLoneCallerIsNotPaced: one request at a time makes no herd, so after a
+// throttle the next requests go as soon as the hint allows, unpaced.
+func TestLoneCallerIsNotPaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		replies := []reply{ok200, ok200, ok200, tooMany("Retry-After", "1")}
+		for range 20 {
+			replies = append(replies, ok200)
+		}
+		rt := script(replies...)
+		tr := heed.New(rt, heed.WithObserver(rec.observe))
+		for range 20 {
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		for _, e := range rec.events {
+			assert.NotEqual(t, "pacing", e.Source, "a lone caller is left to the server's hints")
+		}
+		g := rt.gaps()
+		require.Len(t, g, 20)
+		assert.Equal(t, time.Second, g[3], "the hint, exactly")
+		for i, d := range g {
+			if i != 3 {
+				assert.Zero(t, d, "gap %d", i)
+			}
+		}
+	})
+}

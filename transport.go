@@ -236,6 +236,8 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		if v.Class == Deliver || v.Class == Terminal {
 			if rt.limiter.active.Load() {
 				rt.limiter.answered(time.Now(), sent, false, 0)
+			} else {
+				rt.limiter.inflight.Add(-1) // all answered does when off
 			}
 			d.op = opDeliver
 			rt.decide(levelFor(v.Class), &d)

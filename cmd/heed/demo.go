@@ -48,7 +48,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			"and prints every request the vendor received with the decision heed made.\n"+
 			"Exits 1 if any scenario does not behave as described.\n")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {

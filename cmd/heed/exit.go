@@ -28,11 +28,17 @@ const (
 // "retry-at " and t in RFC 3339, UTC. t is rounded up to the whole second,
 // so that the printed time is never earlier than the one heed computed.
 func retryAtLine(t time.Time) string {
+	return "retry-at " + ceilSecond(t).UTC().Format(time.RFC3339)
+}
+
+// ceilSecond rounds t up to a whole second, so a time shown without its
+// fraction is never earlier than t.
+func ceilSecond(t time.Time) time.Time {
 	s := t.Truncate(time.Second)
 	if s.Before(t) {
 		s = s.Add(time.Second)
 	}
-	return "retry-at " + s.UTC().Format(time.RFC3339)
+	return s
 }
 
 // printRetryAt writes the retry-at line to stdout, where it is all the
@@ -40,7 +46,7 @@ func retryAtLine(t time.Time) string {
 func printRetryAt(stdout, stderr io.Writer, cmd string, at time.Time, why string) {
 	fmt.Fprintln(stdout, retryAtLine(at))
 	fmt.Fprintf(stderr, "heed %s: %s; try again at %s (in %s)\n", cmd, why,
-		at.Local().Format(time.RFC3339), time.Until(at).Round(time.Second))
+		ceilSecond(at).Local().Format(time.RFC3339), time.Until(at).Round(time.Second))
 }
 
 // interruptible returns a context that ends on SIGINT or SIGTERM, so that a

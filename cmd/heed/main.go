@@ -52,8 +52,8 @@ func main() {
 }
 
 // run dispatches args (without the program name) to a subcommand and
-// returns the exit code: the subcommand's own, or 2 for help, a missing or
-// an unknown command.
+// returns the exit code: the subcommand's own, 0 for help, or 2 for a
+// missing or an unknown command.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch name {
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
-		return 2
+		return 0
 	}
 	cmd, ok := commands[name]
 	if !ok {

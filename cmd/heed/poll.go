@@ -67,6 +67,9 @@ func runPoll(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
 	if err != nil {
 		return exitUsage
 	}
