@@ -1,0 +1,1238 @@
+package heed_test
+
+// Tests that pin down the claims of DESIGN.md ("Behaviour (each line is a
+// test)", Hints, Published quotas, Default classes, Bodies, Logs and the
+// Public API) that the other test files leave open or test only weakly.
+// A claim heed does not meet yet has its test here too, skipped with
+// "heed gap: ...".
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/heed-go/heed"
+)
+
+// ---------------------------------------------------------------------------
+// Public API of package heed, to the letter.
+
+// The signatures DESIGN.md gives; this file does not compile if one changes.
+var (
+	_ func(http.RoundTripper, ...heed.Option) *heed.Transport      = heed.New
+	_ func(*heed.Transport, *http.Request) (*http.Response, error) = (*heed.Transport).RoundTrip
+	_ func(*heed.Transport)                                        = (*heed.Transport).CloseIdleConnections
+	_ http.RoundTripper                                            = (*heed.Transport)(nil)
+
+	_ func(heed.Policy) heed.Option         = heed.WithPolicy
+	_ func(string, heed.Policy) heed.Option = heed.WithRoute
+	_ func(*zap.Logger) heed.Option         = heed.WithLogger
+	_ func(heed.Gate) heed.Option           = heed.WithGate
+
+	_ heed.Backoff                                            = func(retry int) time.Duration { return 0 }
+	_ func(first, cap time.Duration) heed.Backoff             = heed.EqualJitter
+	_ func(first, cap time.Duration) heed.Backoff             = heed.FullJitter
+	_ func(d time.Duration) heed.Backoff                      = heed.Constant
+	_ heed.Classifier                                         = heed.DefaultClassifier
+	_ func(*http.Request, *http.Response, error) heed.Verdict = heed.DefaultClassifier
+	_ func(*http.Response, int) ([]byte, error)               = heed.PeekBody
+
+	_ func(string, time.Time) (time.Duration, bool)                 = heed.ParseRetryAfter
+	_ func(*http.Response, time.Time) (time.Duration, string, bool) = heed.Hint
+
+	_ func(*heed.DeferredError) string = (*heed.DeferredError).Error
+	_ func(*heed.DeferredError) error  = (*heed.DeferredError).Unwrap
+	_ error                            = (*heed.DeferredError)(nil)
+	_ error                            = heed.ErrDeferred
+
+	_ func() heed.Gate = heed.NewGate
+	_ heed.Gate        = designPlainGate{}
+)
+
+type designField struct {
+	name string
+	typ  reflect.Type
+}
+
+// exportedFields returns the exported fields of struct type t, in order.
+func exportedFields(t reflect.Type) []designField {
+	var f []designField
+	for i := range t.NumField() {
+		if sf := t.Field(i); sf.IsExported() {
+			f = append(f, designField{sf.Name, sf.Type})
+		}
+	}
+	return f
+}
+
+func TestDesignPublicAPI(t *testing.T) {
+	dur := reflect.TypeFor[time.Duration]()
+	str := reflect.TypeFor[string]()
+	integer := reflect.TypeFor[int]()
+
+	t.Run("Policy fields, in order", func(t *testing.T) {
+		want := []designField{
+			{"Name", str},
+			{"MaxAttempts", integer},
+			{"MaxElapsed", dur},
+			{"MaxWait", dur},
+			{"MinWait", dur},
+			{"Backoff", reflect.TypeFor[heed.Backoff]()},
+			{"Jitter", dur},
+			{"Reserve", dur},
+			{"Classify", reflect.TypeFor[heed.Classifier]()},
+			{"Scope", str},
+			{"KeyHeader", str},
+			{"RetryUnsafe", reflect.TypeFor[bool]()},
+		}
+		got := exportedFields(reflect.TypeFor[heed.Policy]())
+		require.GreaterOrEqual(t, len(got), len(want))
+		assert.Equal(t, want, got[:len(want)])
+		for _, f := range got[len(want):] {
+			t.Logf("Policy has a field beyond DESIGN.md: %s %s", f.name, f.typ)
+		}
+	})
+
+	t.Run("DeferredError fields, in order", func(t *testing.T) {
+		want := []designField{
+			{"Method", str}, {"URL", str},
+			{"Route", str},
+			{"Key", str},
+			{"Attempts", integer},
+			{"Status", integer},
+			{"Reason", str},
+			{"Wait", dur},
+			{"RetryAt", reflect.TypeFor[time.Time]()},
+			{"Left", dur},
+			{"Err", reflect.TypeFor[error]()},
+		}
+		assert.Equal(t, want, exportedFields(reflect.TypeFor[heed.DeferredError]()))
+	})
+
+	t.Run("Verdict", func(t *testing.T) {
+		assert.Equal(t, []designField{{"Class", reflect.TypeFor[heed.Class]()}, {"Reason", str}},
+			exportedFields(reflect.TypeFor[heed.Verdict]()))
+	})
+
+	t.Run("Class is a uint8 enumeration in DESIGN order", func(t *testing.T) {
+		assert.Equal(t, reflect.Uint8, reflect.TypeFor[heed.Class]().Kind())
+		for i, c := range []heed.Class{heed.Deliver, heed.Terminal, heed.Throttled, heed.Transient, heed.Ambiguous} {
+			assert.Equal(t, heed.Class(i), c)
+		}
+	})
+
+	t.Run("Option has one unexported method", func(t *testing.T) {
+		o := reflect.TypeFor[heed.Option]()
+		require.Equal(t, reflect.Interface, o.Kind())
+		require.Equal(t, 1, o.NumMethod())
+		assert.False(t, o.Method(0).IsExported())
+	})
+
+	t.Run("Gate has exactly NotBefore and Hold", func(t *testing.T) {
+		g := reflect.TypeFor[heed.Gate]()
+		require.Equal(t, 2, g.NumMethod())
+		nb, ok := g.MethodByName("NotBefore")
+		require.True(t, ok)
+		assert.Equal(t, reflect.TypeOf(func(context.Context, string) (time.Time, error) { return time.Time{}, nil }), nb.Type)
+		hold, ok := g.MethodByName("Hold")
+		require.True(t, ok)
+		assert.Equal(t, reflect.TypeOf(func(context.Context, string, time.Time) error { return nil }), hold.Type)
+	})
+
+	t.Run("Backoff and Classifier are the func types given", func(t *testing.T) {
+		assert.True(t, reflect.TypeFor[heed.Backoff]().ConvertibleTo(reflect.TypeFor[func(int) time.Duration]()))
+		assert.True(t, reflect.TypeFor[heed.Classifier]().ConvertibleTo(reflect.TypeFor[func(*http.Request, *http.Response, error) heed.Verdict]()))
+	})
+}
+
+// designPlainGate is a Gate with only the two methods DESIGN.md gives,
+// backed by heed's own gate: a user's gate that knows nothing of quotas.
+type designPlainGate struct{ g heed.Gate }
+
+func (p designPlainGate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
+	return p.g.NotBefore(ctx, scope)
+}
+
+func (p designPlainGate) Hold(ctx context.Context, scope string, until time.Time) error {
+	return p.g.Hold(ctx, scope, until)
+}
+
+// designRecorder wraps a RoundTripper and keeps every response it returns.
+type designRecorder struct {
+	next  http.RoundTripper
+	mu    sync.Mutex
+	resps []*http.Response
+}
+
+func (r *designRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	r.mu.Lock()
+	r.resps = append(r.resps, resp)
+	r.mu.Unlock()
+	return resp, err
+}
+
+func (r *designRecorder) last() *http.Response {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.resps[len(r.resps)-1]
+}
+
+// withDeadline returns ctx with a timeout of d, or ctx itself when d is 0.
+func withDeadline(t *testing.T, ctx context.Context, d time.Duration) context.Context {
+	if d == 0 {
+		return ctx
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestDesignWithLoggerAndWithGateNil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := script(tooMany("Retry-After", "1"), ok200)
+		tr := heed.New(rt, heed.WithLogger(nil), heed.WithGate(nil))
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Len(t, rt.requests(), 2)
+	})
+}
+
+// ---------------------------------------------------------------------------
+// One RoundTrip: the budget.
+
+// Budget ends at the earlier of the context deadline and start + MaxElapsed,
+// start being the start of the RoundTrip, not of an attempt.
+func TestDesignBudgetIsTheEarlierEnd(t *testing.T) {
+	tests := []struct {
+		name     string
+		policy   heed.Policy
+		deadline time.Duration
+		hint     string
+		attempts int
+		left     time.Duration
+		retryAt  time.Duration // from the start
+	}{
+		{"MaxElapsed before the deadline", heed.Policy{MaxElapsed: 4 * time.Second}, 20 * time.Second, "5", 1, 4 * time.Second, 5 * time.Second},
+		{"deadline before MaxElapsed", heed.Policy{MaxElapsed: 20 * time.Second}, 4 * time.Second, "5", 1, 4 * time.Second, 5 * time.Second},
+		{"MaxElapsed counts from the RoundTrip's start", heed.Policy{MaxElapsed: 10 * time.Second}, 0, "6", 2, 4 * time.Second, 12 * time.Second},
+		{"the deadline counts from the RoundTrip's start", heed.Policy{}, 10 * time.Second, "6", 2, 4 * time.Second, 12 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := withDeadline(t, t.Context(), tt.deadline)
+				rt := script(tooMany("Retry-After", tt.hint))
+				start := time.Now()
+				_, err := heed.New(rt, heed.WithPolicy(exact(tt.policy))).RoundTrip(newRequest(t, ctx, "GET", "https://api.example/", nil))
+				var de *heed.DeferredError
+				require.ErrorAs(t, err, &de)
+				assert.Equal(t, tt.attempts, de.Attempts)
+				assert.Len(t, rt.requests(), tt.attempts)
+				assert.Equal(t, tt.left, de.Left)
+				assert.Equal(t, start.Add(tt.retryAt), de.RetryAt)
+			})
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Step 1: the gate.
+
+// After waiting for the gate, heed looks again: a hold extended meanwhile is
+// waited out too.
+func TestDesignGateLooksAgainAfterWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := heed.NewGate()
+		start := time.Now()
+		require.NoError(t, gate.Hold(t.Context(), "api.example", start.Add(5*time.Second)))
+		time.AfterFunc(3*time.Second, func() { _ = gate.Hold(context.Background(), "api.example", start.Add(10*time.Second)) })
+		rt := script(ok200)
+		resp, err := heed.New(rt, heed.WithGate(gate)).RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		s := rt.requests()
+		require.Len(t, s, 1)
+		assert.GreaterOrEqual(t, s[0].at.Sub(start), 10*time.Second, "never before the extended hold")
+		assert.LessOrEqual(t, s[0].at.Sub(start), 10*time.Second+50*time.Millisecond)
+	})
+}
+
+// A gate wait longer than MaxWait defers without sending, with no deadline.
+func TestDesignGateWaitOverMaxWaitDefers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := heed.NewGate()
+		require.NoError(t, gate.Hold(t.Context(), "api.example", time.Now().Add(90*time.Second)))
+		rt := script(ok200)
+		_, err := heed.New(rt, heed.WithGate(gate)).RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+		var de *heed.DeferredError
+		require.ErrorAs(t, err, &de)
+		assert.Zero(t, de.Attempts)
+		assert.Zero(t, de.Left, "no budget: Left is 0")
+		assert.Equal(t, "cooling down", de.Reason)
+		assert.Empty(t, rt.requests())
+	})
+}
+
+// WithGate shares a gate between Transports; without it (or with nil) each
+// Transport has its own.
+func TestDesignGatePrivateUnlessShared(t *testing.T) {
+	shared := heed.NewGate()
+	tests := []struct {
+		name  string
+		opts  func() []heed.Option
+		waits bool
+	}{
+		{"absent: private", func() []heed.Option { return nil }, false},
+		{"nil: private", func() []heed.Option { return []heed.Option{heed.WithGate(nil)} }, false},
+		{"one gate given to both: shared", func() []heed.Option { return []heed.Option{heed.WithGate(shared)} }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				if tt.waits {
+					shared = heed.NewGate() // a fresh one in this bubble
+				}
+				one := heed.New(script(tooMany("Retry-After", "7")), append(tt.opts(), heed.WithPolicy(heed.Policy{MaxAttempts: 1}))...)
+				rt := script(ok200)
+				two := heed.New(rt, tt.opts()...)
+				start := time.Now()
+				resp, err := one.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/a", nil))
+				require.NoError(t, err)
+				resp.Body.Close()
+				resp, err = two.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/b", nil))
+				require.NoError(t, err)
+				resp.Body.Close()
+				took := rt.requests()[0].at.Sub(start)
+				if tt.waits {
+					assert.GreaterOrEqual(t, took, 7*time.Second)
+				} else {
+					assert.Zero(t, took)
+				}
+			})
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Step 2: send; clone from the second attempt; never mutate; close once.
+
+func TestDesignCloneFromTheSecondAttempt(t *testing.T) {
+	tests := []struct {
+		name string
+		body func() io.Reader
+		gap  string
+	}{
+		{"no body", func() io.Reader { return nil }, "transport.go request(): with no body and no key, every attempt sends the caller's *http.Request itself (body.go swaps returns false for bodyNone), not a req.Clone"},
+		{"GetBody", func() io.Reader { return strings.NewReader("payload") }, ""},
+		{"buffered", func() io.Reader { return io.MultiReader(strings.NewReader("payload")) }, ""},
+		{"ReaderAt", func() io.Reader { return &readerAtBody{Reader: strings.NewReader("payload")} }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.gap != "" {
+				t.Skip("heed gap: " + tt.gap)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(boom500, boom500, ok200)
+				req := newRequest(t, t.Context(), "PUT", "https://api.example/x", tt.body())
+				resp, err := heed.New(rt, heed.WithPolicy(exact(heed.Policy{}))).RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				s := rt.requests()
+				require.Len(t, s, 3)
+				for i := 1; i < len(s); i++ {
+					assert.NotSame(t, req, s[i].req, "attempt %d is a clone", i+1)
+					assert.NotSame(t, s[i-1].req, s[i].req, "attempt %d is a fresh clone", i+1)
+					if s[i].req.Body != nil && s[i].req.Body != http.NoBody {
+						assert.True(t, s[i-1].req.Body != s[i].req.Body, "attempt %d has a fresh body", i+1)
+					}
+					if tt.name != "no body" {
+						assert.Equal(t, "payload", string(s[i].body))
+					}
+				}
+			})
+		})
+	}
+}
+
+// Nothing of the caller's request changes, whatever its body and however
+// many attempts, with a key added by heed.
+func TestDesignCallerRequestUnchanged(t *testing.T) {
+	big := strings.Repeat("b", heed.DefaultBodyBuffer+1)
+	tests := []struct {
+		name string
+		body func() io.Reader
+	}{
+		{"no body", func() io.Reader { return nil }},
+		{"GetBody", func() io.Reader { return strings.NewReader("payload") }},
+		{"buffered", func() io.Reader { return io.MultiReader(strings.NewReader("payload")) }},
+		{"ReaderAt", func() io.Reader { return &readerAtBody{Reader: strings.NewReader("payload")} }},
+		{"past the bound", func() io.Reader { return io.MultiReader(strings.NewReader(big)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(tooMany("Retry-After", "1"), boom500, ok200)
+				req := newRequest(t, t.Context(), "POST", "https://u:p@api.example/x?q=1", tt.body())
+				req.Header.Set("X-Trace", "t1")
+				type snapshot struct {
+					method, url, host string
+					header            http.Header
+					body              io.ReadCloser
+					getBody           uintptr
+					length            int64
+					te                []string
+					closeConn         bool
+					ctx               context.Context
+				}
+				snap := func() snapshot {
+					var gb uintptr
+					if req.GetBody != nil {
+						gb = reflect.ValueOf(req.GetBody).Pointer()
+					}
+					return snapshot{req.Method, req.URL.String(), req.Host, req.Header.Clone(), req.Body, gb, req.ContentLength, req.TransferEncoding, req.Close, req.Context()}
+				}
+				before := snap()
+				resp, err := heed.New(rt, heed.WithPolicy(exact(heed.Policy{KeyHeader: "Idempotency-Key"}))).RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, before, snap())
+				assert.Empty(t, req.Header.Get("Idempotency-Key"))
+			})
+		})
+	}
+}
+
+// The caller's body is closed exactly once, before RoundTrip returns, on
+// the paths body_test.go leaves out.
+func TestDesignBodyClosedOnceOnEveryPath(t *testing.T) {
+	big := strings.Repeat("b", heed.DefaultBodyBuffer+10)
+	kinds := []struct {
+		name string
+		make func(ctx context.Context, method string) (*http.Request, func() int)
+	}{
+		{"buffered", func(ctx context.Context, m string) (*http.Request, func() int) {
+			b := newCloseCounter("small body")
+			r, _ := http.NewRequestWithContext(ctx, m, "https://api.example/up", b)
+			return r, b.closes
+		}},
+		{"past the bound", func(ctx context.Context, m string) (*http.Request, func() int) {
+			b := newCloseCounter(big)
+			r, _ := http.NewRequestWithContext(ctx, m, "https://api.example/up", b)
+			return r, b.closes
+		}},
+		{"GetBody", func(ctx context.Context, m string) (*http.Request, func() int) {
+			b := newCloseCounter("with getbody")
+			r, _ := http.NewRequestWithContext(ctx, m, "https://api.example/up", b)
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("with getbody")), nil }
+			return r, b.closes
+		}},
+		{"ReaderAt", func(ctx context.Context, m string) (*http.Request, func() int) {
+			b := &readerAtBody{Reader: strings.NewReader("reader at")}
+			r, _ := http.NewRequestWithContext(ctx, m, "https://api.example/up", b)
+			return r, b.closes
+		}},
+	}
+	paths := []struct {
+		name     string
+		method   string
+		policy   heed.Policy
+		hold     time.Duration // the gate is held this long first
+		cancelAt time.Duration // the context is canceled then
+		cancelIn bool          // the context is canceled during the first send
+		replies  []reply
+	}{
+		{"terminal response", "PUT", heed.Policy{}, 0, 0, false, []reply{{status: 401, body: "no"}}},
+		{"give up: not replay-safe", "POST", heed.Policy{}, 0, 0, false, []reply{boom500}},
+		{"give up: context done after the send", "PUT", heed.Policy{}, 0, 0, true, []reply{boom500}},
+		{"context ends during the sleep", "PUT", heed.Policy{}, 0, 3 * time.Second, false, []reply{tooMany("Retry-After", "10")}},
+		{"context ends during a gate wait", "PUT", heed.Policy{}, 10 * time.Second, 3 * time.Second, false, []reply{ok200}},
+		{"retry budget refuses", "PUT", heed.Policy{Budget: heed.Budget{Ratio: -1, MinPerSecond: -1}}, 0, 0, false, []reply{boom500}},
+		{"transport errors until attempts are used up", "PUT", heed.Policy{MaxAttempts: 3}, 0, 0, false, []reply{{err: refuseErr}}},
+	}
+	for _, k := range kinds {
+		for _, p := range paths {
+			t.Run(k.name+"/"+p.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ctx, cancel := context.WithCancel(t.Context())
+					defer cancel()
+					if p.cancelAt > 0 {
+						time.AfterFunc(p.cancelAt, cancel)
+					}
+					gate := heed.NewGate()
+					if p.hold > 0 {
+						require.NoError(t, gate.Hold(t.Context(), "api.example", time.Now().Add(p.hold)))
+					}
+					rt := script(p.replies...)
+					if p.cancelIn {
+						rt.before = func(*http.Request) { cancel() }
+					}
+					req, closes := k.make(ctx, p.method)
+					resp, _ := heed.New(rt, heed.WithPolicy(exact(p.policy)), heed.WithGate(gate)).RoundTrip(req)
+					assert.Equal(t, 1, closes(), "closed once before RoundTrip returns")
+					if resp != nil {
+						resp.Body.Close()
+					}
+				})
+			})
+		}
+	}
+}
+
+// With MaxAttempts 1 and a KeyHeader, a POST's body is still closed once.
+func TestDesignBodyClosedOnceSingleAttemptWithKey(t *testing.T) {
+	t.Skip("heed gap: transport.go RoundTrip: with MaxAttempts 1 the replay has kind bodyNone, so request() clones for the new key but body.set never marks the body handed; next closes it and the deferred rt.body.close() closes it again (2 closes)")
+	synctest.Test(t, func(t *testing.T) {
+		b := newCloseCounter("payload")
+		req := newRequest(t, t.Context(), "POST", "https://api.example/x", b)
+		rt := script(ok200)
+		resp, err := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1, KeyHeader: "Idempotency-Key"})).RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Len(t, rt.requests(), 1)
+		assert.Len(t, rt.requests()[0].header.Get("Idempotency-Key"), 36)
+		assert.Equal(t, 1, b.closes())
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Step 3: the gate is held by a Throttled response with a valid hint, for
+// exactly the hint; return as is.
+
+func TestDesignThrottledHoldsTheGateForTheHint(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply reply
+		hold  time.Duration // 0: not held
+	}{
+		{"429 Retry-After, jitter not included", tooMany("Retry-After", "3"), 3 * time.Second},
+		{"429 retry-after-ms", tooMany("retry-after-ms", "4000"), 4 * time.Second},
+		{"503 Retry-After", reply{status: 503, header: hdr("Retry-After", "5")}, 5 * time.Second},
+		{"503 without hint: not held", reply{status: 503}, 0},
+		{"500 Ambiguous with Retry-After: not held", reply{status: 500, header: hdr("Retry-After", "5")}, 0},
+		{"408 Transient with Retry-After: not held", reply{status: 408, header: hdr("Retry-After", "5")}, 0},
+		{"200 with Retry-After: not held", reply{status: 200, header: hdr("Retry-After", "5")}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gate := heed.NewGate()
+				start := time.Now()
+				tr := heed.New(script(tt.reply), heed.WithGate(gate), heed.WithPolicy(heed.Policy{MaxAttempts: 1, Jitter: 2 * time.Second}))
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+				require.NoError(t, err)
+				resp.Body.Close()
+				nb, err := gate.NotBefore(t.Context(), "api.example")
+				require.NoError(t, err)
+				if tt.hold == 0 {
+					assert.False(t, nb.After(start), "not held: %v", nb.Sub(start))
+					return
+				}
+				assert.Equal(t, start.Add(tt.hold), nb)
+			})
+		})
+	}
+}
+
+// Every path that hands back a response hands back the very response next
+// returned, unread and unclosed: never an error, never a copy.
+func TestDesignResponseReturnedAsIs(t *testing.T) {
+	big := strings.Repeat("x", heed.DefaultBodyBuffer+1)
+	tests := []struct {
+		name    string
+		method  string
+		policy  heed.Policy
+		body    io.Reader
+		cancel  bool
+		replies []reply
+	}{
+		{"deliver", "GET", heed.Policy{}, nil, false, []reply{{status: 200, body: "fine"}}},
+		{"terminal", "GET", heed.Policy{}, nil, false, []reply{{status: 404, body: "gone"}}},
+		{"attempts used up", "GET", heed.Policy{MaxAttempts: 2}, nil, false, []reply{boom500}},
+		{"not replay-safe", "POST", heed.Policy{}, nil, false, []reply{boom500}},
+		{"body not replayable", "PUT", heed.Policy{}, io.MultiReader(strings.NewReader(big)), false, []reply{tooMany("Retry-After", "1")}},
+		{"context done", "GET", heed.Policy{}, nil, true, []reply{boom500}},
+		{"retry budget", "GET", heed.Policy{Budget: heed.Budget{Ratio: -1, MinPerSecond: -1}}, nil, false, []reply{boom500}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				inner := script(tt.replies...)
+				if tt.cancel {
+					inner.before = func(*http.Request) { cancel() }
+				}
+				rec := &designRecorder{next: inner}
+				resp, err := heed.New(rec, heed.WithPolicy(exact(tt.policy))).RoundTrip(newRequest(t, ctx, tt.method, "https://api.example/", tt.body))
+				require.NoError(t, err)
+				require.Same(t, rec.last(), resp)
+				bodies := inner.bodies
+				assert.Zero(t, bodies[len(bodies)-1].closes(), "delivered unclosed")
+				assert.Equal(t, tt.replies[len(tt.replies)-1].body, readBody(t, resp), "delivered unread")
+			})
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Steps 5 and 6: the wait, jitter, MaxWait and the budget.
+
+func TestDesignWaitIsHintRaisedToMinWaitPlusJitter(t *testing.T) {
+	past := "Sun, 06 Nov 1994 08:49:37 GMT"
+	tests := []struct {
+		name     string
+		policy   heed.Policy
+		reply    reply
+		min, max time.Duration
+	}{
+		{"200ms becomes MinWait", heed.Policy{}, tooMany("retry-after-ms", "200"), time.Second, time.Second},
+		{"a past date becomes MinWait", heed.Policy{}, tooMany("Retry-After", past), time.Second, time.Second},
+		{"0 becomes a custom MinWait", heed.Policy{MinWait: 3 * time.Second}, tooMany("Retry-After", "0"), 3 * time.Second, 3 * time.Second},
+		{"a hint above MinWait stays", heed.Policy{}, tooMany("x-ms-retry-after-ms", "1500"), 1500 * time.Millisecond, 1500 * time.Millisecond},
+		{"jitter after MinWait", heed.Policy{Jitter: 500 * time.Millisecond}, tooMany("Retry-After", "0"), time.Second, 1500 * time.Millisecond},
+		{"no jitter on a backoff", heed.Policy{Jitter: 5 * time.Second, Backoff: heed.Constant(2 * time.Second)}, boom500, 2 * time.Second, 2 * time.Second},
+		{"no jitter on a backoff for a hintless 503", heed.Policy{Jitter: 5 * time.Second, Backoff: heed.Constant(2 * time.Second)}, reply{status: 503}, 2 * time.Second, 2 * time.Second},
+		{"MaxWait is compared before jitter", heed.Policy{Jitter: 10 * time.Second}, tooMany("Retry-After", "60"), 60 * time.Second, 70 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(tt.reply, ok200)
+				resp, err := heed.New(rt, heed.WithPolicy(exact(tt.policy))).RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+				require.NoError(t, err)
+				resp.Body.Close()
+				g := rt.gaps()
+				require.Len(t, g, 1)
+				assert.GreaterOrEqual(t, g[0], tt.min)
+				assert.LessOrEqual(t, g[0], tt.max)
+			})
+		})
+	}
+}
+
+// Jitter is random in [0, Jitter]: not always 0, not always the same.
+func TestDesignJitterIsRandom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seen := map[time.Duration]bool{}
+		for range 30 {
+			rt := script(tooMany("Retry-After", "2"), ok200)
+			resp, err := heed.New(rt, heed.WithPolicy(heed.Policy{Jitter: time.Second})).RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+			require.NoError(t, err)
+			resp.Body.Close()
+			g := rt.gaps()
+			require.Len(t, g, 1)
+			require.GreaterOrEqual(t, g[0], 2*time.Second)
+			require.LessOrEqual(t, g[0], 3*time.Second)
+			seen[g[0]] = true
+		}
+		assert.Greater(t, len(seen), 5)
+	})
+}
+
+// The budget test uses the wait with its jitter, and a deferral reports it.
+func TestDesignBudgetCountsJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for range 20 {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			rt := script(tooMany("Retry-After", "5"), ok200)
+			start := time.Now()
+			_, err := heed.New(rt, heed.WithPolicy(heed.Policy{Jitter: time.Second})).RoundTrip(newRequest(t, ctx, "GET", "https://api.example/", nil))
+			cancel()
+			var de *heed.DeferredError
+			require.ErrorAs(t, err, &de, "5s + jitter does not fit 5s")
+			assert.Greater(t, de.Wait, 5*time.Second)
+			assert.LessOrEqual(t, de.Wait, 6*time.Second)
+			assert.Equal(t, start.Add(de.Wait), de.RetryAt)
+		}
+	})
+}
+
+func TestDesignDeferredErrorFields(t *testing.T) {
+	tests := []struct {
+		name     string
+		policy   heed.Policy
+		method   string
+		deadline time.Duration
+		latency  time.Duration
+		replies  []reply
+		check    func(t *testing.T, de *heed.DeferredError, start time.Time, rt *fakeRT)
+	}{
+		{"Attempts counts every send", heed.Policy{}, "GET", 0, 0, []reply{tooMany("Retry-After", "5"), tooMany("Retry-After", "120")},
+			func(t *testing.T, de *heed.DeferredError, start time.Time, _ *fakeRT) {
+				assert.Equal(t, 2, de.Attempts)
+				assert.Equal(t, 429, de.Status)
+				assert.Equal(t, "rate limited", de.Reason)
+				assert.Equal(t, 120*time.Second, de.Wait)
+				assert.Equal(t, start.Add(125*time.Second), de.RetryAt)
+				assert.NoError(t, de.Err)
+			}},
+		{"Status 0 when the last attempt got no response", heed.Policy{Backoff: heed.Constant(2 * time.Minute)}, "GET", 0, 0, []reply{tooMany("Retry-After", "1"), {err: refuseErr}},
+			func(t *testing.T, de *heed.DeferredError, _ time.Time, _ *fakeRT) {
+				assert.Equal(t, 2, de.Attempts)
+				assert.Equal(t, 0, de.Status)
+				assert.Equal(t, "connection refused", de.Reason)
+				assert.ErrorIs(t, de.Err, refuseErr)
+				assert.Equal(t, 2*time.Minute, de.Wait, "a backoff that did not fit")
+			}},
+		{"Wait is the hint raised to MinWait", heed.Policy{MinWait: 30 * time.Second}, "GET", 10 * time.Second, 0, []reply{tooMany("Retry-After", "0")},
+			func(t *testing.T, de *heed.DeferredError, start time.Time, _ *fakeRT) {
+				assert.Equal(t, 30*time.Second, de.Wait)
+				assert.Equal(t, 10*time.Second, de.Left)
+				assert.Equal(t, start.Add(30*time.Second), de.RetryAt)
+			}},
+		{"Left is 0 when no budget remains", heed.Policy{MaxElapsed: 2 * time.Second}, "GET", 0, 3 * time.Second, []reply{tooMany("Retry-After", "1")},
+			func(t *testing.T, de *heed.DeferredError, _ time.Time, _ *fakeRT) {
+				assert.Equal(t, time.Duration(0), de.Left)
+				assert.Equal(t, time.Second, de.Wait)
+			}},
+		{"Key is the key heed added", heed.Policy{KeyHeader: "X-Request-Key"}, "POST", 10 * time.Second, 0, []reply{tooMany("Retry-After", "120")},
+			func(t *testing.T, de *heed.DeferredError, _ time.Time, rt *fakeRT) {
+				sent := rt.requests()[0].header.Get("X-Request-Key")
+				assert.Len(t, sent, 36)
+				assert.Equal(t, sent, de.Key)
+			}},
+		{"Route is the policy's name", heed.Policy{Name: "jobs"}, "GET", 10 * time.Second, 0, []reply{tooMany("Retry-After", "120")},
+			func(t *testing.T, de *heed.DeferredError, _ time.Time, _ *fakeRT) {
+				assert.Equal(t, "jobs", de.Route)
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := withDeadline(t, t.Context(), tt.deadline)
+				rt := script(tt.replies...)
+				rt.before = func(*http.Request) { time.Sleep(tt.latency) }
+				start := time.Now()
+				resp, err := heed.New(rt, heed.WithPolicy(exact(tt.policy))).RoundTrip(newRequest(t, ctx, tt.method, "https://api.example/x", nil))
+				assert.Nil(t, resp)
+				var de *heed.DeferredError
+				require.ErrorAs(t, err, &de)
+				assert.ErrorIs(t, err, heed.ErrDeferred)
+				tt.check(t, de, start, rt)
+			})
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Steps 6 and 7: a discarded response is drained, bounded in bytes and
+// time, and closed.
+
+// designEndless is a body of endless zeros that counts what is read.
+type designEndless struct {
+	read   atomic.Int64
+	closed atomic.Int32
+}
+
+func (b *designEndless) Read(p []byte) (int, error) {
+	clear(p)
+	b.read.Add(int64(len(p)))
+	return len(p), nil
+}
+
+func (b *designEndless) Close() error { b.closed.Add(1); return nil }
+
+// designStuck is a body whose Read blocks until it is closed.
+type designStuck struct {
+	once sync.Once
+	done chan struct{}
+	n    atomic.Int32
+}
+
+func (b *designStuck) Read([]byte) (int, error) {
+	<-b.done
+	return 0, io.ErrClosedPipe
+}
+
+func (b *designStuck) Close() error {
+	b.n.Add(1)
+	b.once.Do(func() { close(b.done) })
+	return nil
+}
+
+func TestDesignDiscardedResponseDrainedAndClosed(t *testing.T) {
+	t.Run("endless body: bounded in bytes", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			body := &designEndless{}
+			n := 0
+			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				n++
+				if n == 1 {
+					return &http.Response{StatusCode: 429, Header: hdr("Retry-After", "1"), Body: body, ContentLength: -1, Request: r}, nil
+				}
+				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+			})
+			resp, err := heed.New(rt).RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, 2, n)
+			assert.Less(t, body.read.Load(), int64(1<<20), "drained at most a bounded prefix")
+			assert.Equal(t, int32(1), body.closed.Load())
+		})
+	})
+	t.Run("stuck body: bounded in time", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			body := &designStuck{done: make(chan struct{})}
+			var sends []time.Time
+			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				sends = append(sends, time.Now())
+				if len(sends) == 1 {
+					// Not JSON: DefaultClassifier does not peek at it.
+					return &http.Response{StatusCode: 429, Header: hdr("Retry-After", "1", "Content-Type", "text/html"), Body: body, ContentLength: -1, Request: r}, nil
+				}
+				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+			})
+			resp, err := heed.New(rt).RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Len(t, sends, 2)
+			gap := sends[1].Sub(sends[0])
+			assert.GreaterOrEqual(t, gap, time.Second)
+			assert.LessOrEqual(t, gap, 2*time.Second, "a stuck body does not stall the retry")
+			assert.Equal(t, int32(1), body.n.Load())
+		})
+	})
+	for _, deferIt := range []bool{false, true} {
+		name := "retry: drained whole and closed"
+		if deferIt {
+			name = "defer: drained whole and closed"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				if deferIt {
+					ctx = withDeadline(t, ctx, 3*time.Second)
+				}
+				rt := script(reply{status: 429, header: hdr("Retry-After", "5"), body: strings.Repeat("e", 8<<10)}, ok200)
+				resp, err := heed.New(rt).RoundTrip(newRequest(t, ctx, "GET", "https://api.example/", nil))
+				if deferIt {
+					require.ErrorIs(t, err, heed.ErrDeferred)
+				} else {
+					require.NoError(t, err)
+					resp.Body.Close()
+				}
+				first := rt.bodies[0]
+				assert.Zero(t, first.Reader.(*strings.Reader).Len(), "drained")
+				assert.Equal(t, 1, first.closes())
+			})
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Routes do not inherit from WithPolicy: every zero field is the package
+// default.
+
+func TestDesignRoutesDoNotInheritAnyField(t *testing.T) {
+	alwaysTerminal := func(*http.Request, *http.Response, error) heed.Verdict {
+		return heed.Verdict{Class: heed.Terminal, Reason: "no"}
+	}
+	tests := []struct {
+		name     string
+		def      heed.Policy
+		method   string
+		deadline time.Duration
+		replies  []reply
+		check    func(t *testing.T, rt *fakeRT, gate heed.Gate, resp *http.Response, err error)
+	}{
+		{"Name", heed.Policy{Name: "fallback"}, "GET", 10 * time.Second, []reply{tooMany("Retry-After", "600")},
+			func(t *testing.T, _ *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				var de *heed.DeferredError
+				require.ErrorAs(t, err, &de)
+				assert.Equal(t, "/r/", de.Route)
+			}},
+		{"MaxAttempts", heed.Policy{MaxAttempts: 2}, "GET", 0, []reply{boom500},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Len(t, rt.requests(), heed.DefaultMaxAttempts)
+			}},
+		{"MaxElapsed", heed.Policy{MaxElapsed: 2 * time.Second}, "GET", 0, []reply{tooMany("Retry-After", "4"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{4 * time.Second}, rt.gaps())
+			}},
+		{"MaxWait", heed.Policy{MaxWait: 5 * time.Second}, "GET", 0, []reply{tooMany("Retry-After", "30"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{30 * time.Second}, rt.gaps())
+			}},
+		{"MinWait", heed.Policy{MinWait: 10 * time.Second}, "GET", 0, []reply{tooMany("Retry-After", "0"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{heed.DefaultMinWait}, rt.gaps())
+			}},
+		{"Backoff", heed.Policy{Backoff: heed.Constant(20 * time.Second)}, "GET", 0, []reply{boom500, ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				g := rt.gaps()
+				require.Len(t, g, 1)
+				assert.GreaterOrEqual(t, g[0], 500*time.Millisecond, "EqualJitter(1s, 30s), first retry")
+				assert.LessOrEqual(t, g[0], time.Second)
+			}},
+		{"Jitter", heed.Policy{Jitter: 10 * time.Second}, "GET", 0, []reply{tooMany("Retry-After", "2"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{2 * time.Second}, rt.gaps())
+			}},
+		{"Reserve", heed.Policy{Reserve: 10 * time.Second}, "GET", 5 * time.Second, []reply{tooMany("Retry-After", "4"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{4 * time.Second}, rt.gaps())
+			}},
+		{"Classify", heed.Policy{Classify: alwaysTerminal}, "GET", 0, []reply{boom500, ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, resp *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, 200, resp.StatusCode)
+				assert.Len(t, rt.requests(), 2)
+			}},
+		{"Scope", heed.Policy{Scope: "shared"}, "GET", 0, []reply{tooMany("Retry-After", "5"), ok200},
+			func(t *testing.T, _ *fakeRT, gate heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				nb, _ := gate.NotBefore(context.Background(), "shared")
+				assert.True(t, nb.IsZero(), "the WithPolicy scope is not used")
+				nb, _ = gate.NotBefore(context.Background(), "x.example")
+				assert.False(t, nb.IsZero(), "the request's host is the scope")
+			}},
+		{"KeyHeader", heed.Policy{KeyHeader: "Idempotency-Key"}, "POST", 0, []reply{ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Empty(t, rt.requests()[0].header.Get("Idempotency-Key"))
+			}},
+		{"RetryUnsafe", heed.Policy{RetryUnsafe: true}, "POST", 0, []reply{boom500, ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, resp *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, 500, resp.StatusCode)
+				assert.Len(t, rt.requests(), 1)
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(tt.replies...)
+				gate := heed.NewGate()
+				tr := heed.New(rt, heed.WithGate(gate), heed.WithPolicy(tt.def), heed.WithRoute("/r/", heed.Policy{}))
+				ctx := withDeadline(t, t.Context(), tt.deadline)
+				resp, err := tr.RoundTrip(newRequest(t, ctx, tt.method, "https://x.example/r/1", nil))
+				tt.check(t, rt, gate, resp, err)
+				if resp != nil {
+					resp.Body.Close()
+				}
+			})
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Published quotas.
+
+// A quota published on a response of any status limits the scope.
+func TestDesignPublishedQuotaFromAnyStatus(t *testing.T) {
+	for _, status := range []int{201, 404, 500} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(reply{status: status, header: hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "5")}, ok200)
+				tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1}))
+				start := time.Now()
+				for range 2 {
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+					require.NoError(t, err)
+					resp.Body.Close()
+				}
+				s := rt.requests()
+				require.Len(t, s, 2)
+				assert.GreaterOrEqual(t, s[1].at.Sub(start), 5*time.Second)
+			})
+		})
+	}
+}
+
+// A server that publishes its quota never has to answer 429: a caller that
+// sends one request at a time, or fewer at once than the quota, gets none.
+func TestDesignPublishedQuotaNeverNeeds429(t *testing.T) {
+	for _, workers := range []int{1, 4} {
+		t.Run(strings.Repeat("w", workers), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &windowServer{limit: 5, publish: true, latency: 2 * time.Millisecond}
+				tr := heed.New(srv)
+				jobs := make(chan int)
+				var wg sync.WaitGroup
+				for range workers {
+					wg.Go(func() {
+						for range jobs {
+							resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+							if assert.NoError(t, err) {
+								assert.Equal(t, 200, resp.StatusCode)
+							}
+						}
+					})
+				}
+				for i := range 40 {
+					jobs <- i
+				}
+				close(jobs)
+				wg.Wait()
+				assert.Equal(t, 40, srv.served)
+				assert.Zero(t, srv.refuse, "429s")
+			})
+		})
+	}
+}
+
+// Published quotas limit the scope whatever Gate the Transport has.
+func TestDesignPublishedQuotaWithAPlainGate(t *testing.T) {
+	t.Skip("heed gap: transport.go New/passGate: quotas are enforced only when the Gate is also a QuotaGate (t.quotas, _ = t.gate.(QuotaGate)); a WithGate(Gate) with just DESIGN's NotBefore/Hold silently ignores every published quota")
+	synctest.Test(t, func(t *testing.T) {
+		rt := script(reply{status: 200, header: hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "5")}, ok200)
+		tr := heed.New(rt, heed.WithGate(designPlainGate{heed.NewGate()}))
+		start := time.Now()
+		for range 2 {
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		s := rt.requests()
+		require.Len(t, s, 2)
+		assert.GreaterOrEqual(t, s[1].at.Sub(start), 5*time.Second)
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Default classes.
+
+// 409 on a request carrying an idempotency key is Transient, the policy's
+// KeyHeader included.
+func TestDesign409WithKeyHeaderIsTransient(t *testing.T) {
+	tests := []struct {
+		name string
+		set  string // header the caller sets; "" lets heed add the key
+		gap  string
+	}{
+		{"Idempotency-Key", "Idempotency-Key", ""},
+		{"KeyHeader set by the caller", "X-Request-Key", "classify.go hasIdempotencyKey knows only Idempotency-Key/X-Idempotency-Key; DefaultClassifier cannot see Policy.KeyHeader, so a 409 to a request keyed by KeyHeader is Terminal"},
+		{"KeyHeader added by heed", "", "same as above: the key heed adds under KeyHeader does not make a 409 Transient"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.gap != "" {
+				t.Skip("heed gap: " + tt.gap)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(reply{status: 409, body: "in progress"}, ok200)
+				req := newRequest(t, t.Context(), "POST", "https://api.example/", nil)
+				if tt.set != "" {
+					req.Header.Set(tt.set, "k-1")
+				}
+				resp, err := heed.New(rt, heed.WithPolicy(exact(heed.Policy{KeyHeader: "X-Request-Key"}))).RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, 200, resp.StatusCode)
+				assert.Len(t, rt.requests(), 2)
+			})
+		})
+	}
+}
+
+// Every vendor rule of "Default classes" has a fixture in httptest_fixtures
+// that shows it.
+func TestDesignVendorRulesHaveFixtures(t *testing.T) {
+	type fixture struct {
+		name string
+		resp *http.Response
+		body string
+		v    heed.Verdict
+	}
+	var all []fixture
+	for _, name := range fixtureNames(t) {
+		tc, ok := fixtureCases[name]
+		require.True(t, ok, name)
+		resp := loadFixture(t, name)
+		v := heed.DefaultClassifier(tc.request(t, t.Context()), resp, nil)
+		all = append(all, fixture{name, resp, readBody(t, resp), v})
+	}
+	h := func(f fixture, k string) string { return f.resp.Header.Get(k) }
+	rules := []struct {
+		name  string
+		shows func(f fixture) bool
+		gap   string
+	}{
+		{"OpenAI insufficient_quota: Terminal", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && strings.Contains(f.body, "insufficient_quota") && f.v.Class == heed.Terminal
+		}, ""},
+		{"problem type quota-exceeded with no reset: Terminal", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && strings.Contains(f.body, "quota-exceeded") && f.v.Class == heed.Terminal
+		}, ""},
+		{"problem type quota-exceeded with a reset: Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && strings.Contains(f.body, "quota-exceeded") && f.v.Class == heed.Throttled
+		}, ""},
+		{"529 overloaded: Throttled", func(f fixture) bool { return f.resp.StatusCode == 529 && f.v.Class == heed.Throttled }, ""},
+		{"403 with Retry-After: Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 403 && h(f, "Retry-After") != "" && f.v.Class == heed.Throttled
+		}, ""},
+		{"403 with X-RateLimit-Remaining: 0 (GitHub): Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 403 && h(f, "Retry-After") == "" && h(f, "X-RateLimit-Remaining") == "0" && f.v.Class == heed.Throttled
+		}, ""},
+		{"409 with an idempotency key: Transient", func(f fixture) bool { return f.resp.StatusCode == 409 && f.v.Class == heed.Transient }, ""},
+		{"Stripe-Should-Retry: false: Terminal", func(f fixture) bool {
+			return strings.EqualFold(h(f, "Stripe-Should-Retry"), "false") && f.v.Class == heed.Terminal
+		}, ""},
+		{"should-retry: true makes a failure Transient", func(f fixture) bool {
+			return (strings.EqualFold(h(f, "Stripe-Should-Retry"), "true") || strings.EqualFold(h(f, "X-Should-Retry"), "true")) && f.v.Class == heed.Transient
+		}, "no fixture shows Stripe-Should-Retry/x-should-retry: true turning a failure Transient (the anthropic ones stay Throttled)"},
+		{"x-should-retry: false: Terminal", func(f fixture) bool {
+			return strings.EqualFold(h(f, "X-Should-Retry"), "false") && f.v.Class == heed.Terminal
+		}, "no fixture carries x-should-retry: false"},
+	}
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			if r.gap != "" {
+				t.Skip("heed gap: " + r.gap)
+			}
+			var hits []string
+			for _, f := range all {
+				if r.shows(f) {
+					hits = append(hits, f.name)
+				}
+			}
+			assert.NotEmpty(t, hits)
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Bodies.
+
+// nil, NoBody, GetBody and an io.ReaderAt of known size replay without
+// being buffered: the buffer bound does not apply to them.
+func TestDesignBodiesReplayWithoutBuffering(t *testing.T) {
+	payload := strings.Repeat("p", 100)
+	path := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(path, []byte(payload), 0o600))
+	tests := []struct {
+		name   string
+		body   func(t *testing.T) io.Reader
+		want   string
+		replay bool
+	}{
+		{"nil", func(*testing.T) io.Reader { return nil }, "", true},
+		{"NoBody", func(*testing.T) io.Reader { return http.NoBody }, "", true},
+		{"GetBody", func(*testing.T) io.Reader { return strings.NewReader(payload) }, payload, true},
+		{"ReaderAt of known size", func(*testing.T) io.Reader { return &readerAtBody{Reader: strings.NewReader(payload)} }, payload, true},
+		{"*os.File", func(t *testing.T) io.Reader {
+			f, err := os.Open(path)
+			require.NoError(t, err)
+			return f
+		}, payload, true},
+		{"other body past the bound (control)", func(*testing.T) io.Reader { return io.MultiReader(strings.NewReader(payload)) }, payload, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := tt.body(t)
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(boom500, ok200)
+				tr := heed.New(rt, heed.WithBodyBuffer(4), heed.WithPolicy(exact(heed.Policy{})))
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "PUT", "https://api.example/", body))
+				require.NoError(t, err)
+				resp.Body.Close()
+				s := rt.requests()
+				if !tt.replay {
+					require.Len(t, s, 1)
+					assert.Equal(t, tt.want, string(s[0].body), "sent once, whole")
+					return
+				}
+				require.Len(t, s, 2)
+				for _, r := range s {
+					assert.Equal(t, tt.want, string(r.body))
+				}
+			})
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Logs.
+
+// designLogPaths are RoundTrips that end in each kind of decision.
+var designLogPaths = []struct {
+	name     string
+	method   string
+	deadline time.Duration
+	hold     time.Duration
+	replies  []reply
+	ops      []string
+}{
+	{"deliver", "GET", 0, 0, []reply{ok200}, []string{"deliver"}},
+	{"give up", "POST", 0, 0, []reply{boom500}, []string{"give up"}},
+	{"defer", "GET", 5 * time.Second, 0, []reply{tooMany("Retry-After", "120")}, []string{"defer"}},
+	{"gate wait then deliver", "GET", 0, 3 * time.Second, []reply{ok200}, []string{"gate wait", "deliver"}},
+	{"retry then terminal", "GET", 0, 0, []reply{tooMany("Retry-After", "1"), {status: 401}}, []string{"retry", "deliver"}},
+}
+
+func TestDesignLogOneLinePerDecision(t *testing.T) {
+	for _, p := range designLogPaths {
+		t.Run(p.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				log, logs := observed()
+				gate := heed.NewGate()
+				if p.hold > 0 {
+					require.NoError(t, gate.Hold(t.Context(), "api.example", time.Now().Add(p.hold)))
+				}
+				ctx := withDeadline(t, t.Context(), p.deadline)
+				resp, _ := heed.New(script(p.replies...), heed.WithLogger(log), heed.WithGate(gate), heed.WithPolicy(exact(heed.Policy{}))).
+					RoundTrip(newRequest(t, ctx, p.method, "https://api.example/", nil))
+				if resp != nil {
+					resp.Body.Close()
+				}
+				var ops []string
+				for _, e := range logs.All() {
+					ops = append(ops, e.ContextMap()["op"].(string))
+				}
+				assert.Equal(t, p.ops, ops)
+			})
+		})
+	}
+}
+
+func TestDesignLogKeysOnEveryLine(t *testing.T) {
+	t.Skip("heed gap: log.go logDecision adds retry_at only when the decision has one (if !d.retryAt.IsZero()), so deliver and give-up lines lack a key DESIGN lists for every line")
+	keys := []string{"op", "route", "attempt", "status", "class", "reason", "wait", "retry_at", "left"}
+	for _, p := range designLogPaths {
+		t.Run(p.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				log, logs := observed()
+				gate := heed.NewGate()
+				if p.hold > 0 {
+					require.NoError(t, gate.Hold(t.Context(), "api.example", time.Now().Add(p.hold)))
+				}
+				ctx := withDeadline(t, t.Context(), p.deadline)
+				resp, _ := heed.New(script(p.replies...), heed.WithLogger(log), heed.WithGate(gate), heed.WithPolicy(exact(heed.Policy{}))).
+					RoundTrip(newRequest(t, ctx, p.method, "https://api.example/", nil))
+				if resp != nil {
+					resp.Body.Close()
+				}
+				require.NotEmpty(t, logs.All())
+				for _, e := range logs.All() {
+					m := e.ContextMap()
+					for _, k := range keys {
+						assert.Contains(t, m, k, "line %q", m["op"])
+					}
+				}
+			})
+		})
+	}
+}
