@@ -122,6 +122,12 @@ func (r *replay) canReplay() bool { return r.kind != bodyOnce }
 // set gives out, a clone of the caller's request, its body for attempt.
 func (r *replay) set(out *http.Request, attempt int) error {
 	switch r.kind {
+	case bodyNone:
+		// Without replay (MaxAttempts 1) the clone carries the caller's
+		// body itself, which the inner transport then closes.
+		if r.orig != nil && out.Body == r.orig {
+			r.handed = true
+		}
 	case bodyGetBody:
 		if attempt == 1 {
 			r.handed = true

@@ -142,6 +142,20 @@ const classifyPeekLimit = 4 << 10
 //
 // A nil response with a nil error is Ambiguous "transport error".
 func DefaultClassifier(req *http.Request, resp *http.Response, err error) Verdict {
+	return classify(req, resp, err, "")
+}
+
+// keyedClassifier is DefaultClassifier for a policy whose KeyHeader names
+// one more idempotency-key header, for the 409 rule.
+func keyedClassifier(keyHeader string) Classifier {
+	return func(req *http.Request, resp *http.Response, err error) Verdict {
+		return classify(req, resp, err, keyHeader)
+	}
+}
+
+// classify is DefaultClassifier, with keyHeader as one more name of an
+// idempotency-key header ("" for none).
+func classify(req *http.Request, resp *http.Response, err error, keyHeader string) Verdict {
 	if err != nil {
 		return classifyError(req, err)
 	}
@@ -153,18 +167,18 @@ func DefaultClassifier(req *http.Request, resp *http.Response, err error) Verdic
 		return Verdict{Terminal, "should not retry"}
 	case shouldRetryYes:
 		if resp.StatusCode >= 400 {
-			if v := classifyStatus(req, resp); v.Class == Throttled {
+			if v := classifyStatus(req, resp, keyHeader); v.Class == Throttled {
 				return v
 			}
 			return Verdict{Transient, "should retry"}
 		}
 	}
-	return classifyStatus(req, resp)
+	return classifyStatus(req, resp, keyHeader)
 }
 
 // classifyStatus classifies a response by its status, headers and, for a
 // few statuses, the start of its body.
-func classifyStatus(req *http.Request, resp *http.Response) Verdict {
+func classifyStatus(req *http.Request, resp *http.Response, keyHeader string) Verdict {
 	code := resp.StatusCode
 	switch {
 	case code < 400:
@@ -184,7 +198,7 @@ func classifyStatus(req *http.Request, resp *http.Response) Verdict {
 		return Verdict{Terminal, "not found"}
 	case code == http.StatusRequestTimeout:
 		return Verdict{Transient, "request timeout"}
-	case code == http.StatusConflict && hasIdempotencyKey(req):
+	case code == http.StatusConflict && hasIdempotencyKey(req, keyHeader):
 		return Verdict{Transient, "in progress"}
 	case code == http.StatusUnprocessableEntity:
 		return Verdict{Terminal, "unprocessable"}
@@ -368,11 +382,12 @@ func shouldRetry(h http.Header) shouldRetryHeader {
 }
 
 // hasIdempotencyKey reports whether req carries an idempotency key.
-func hasIdempotencyKey(req *http.Request) bool {
+func hasIdempotencyKey(req *http.Request, keyHeader string) bool {
 	if req == nil {
 		return false
 	}
-	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
+	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != "" ||
+		(keyHeader != "" && req.Header.Get(keyHeader) != "")
 }
 
 // classifyError classifies a transport error; see DefaultClassifier.

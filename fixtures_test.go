@@ -194,6 +194,16 @@ var fixtureCases = map[string]fixtureCase{
 		"POST", "https://api.stripe.com/v1/charges", "5b1f3e0a-8c2d-4f7a-9e6b-1d4c7a0e3f52",
 		heed.Terminal, "should not retry", thenDeliver, 0,
 	},
+	"stripe-500-should-retry-true.http": {
+		// A key-less POST would not be resent after a 500; the header says
+		// the request was not processed, so it is.
+		"POST", "https://api.stripe.com/v1/charges", "",
+		heed.Transient, "should retry", thenWait, fixtureBackoff, // no hint
+	},
+	"anthropic-500-x-should-retry-false.http": {
+		"POST", "https://api.anthropic.com/v1/messages", "",
+		heed.Terminal, "should not retry", thenDeliver, 0,
+	},
 	"stripe-402-card-declined.http": {
 		"POST", "https://api.stripe.com/v1/payment_intents", "9a2c4e6f-1b3d-4f5a-8c7e-0d2f4b6a8c1e",
 		heed.Terminal, "billing", thenDeliver, 0,

@@ -26,8 +26,9 @@ type Gate interface {
 // at most r more sends until then, counting those already in flight, and
 // the rest wait for the reset or defer. A Transport whose Gate is a
 // QuotaGate calls Take before each send instead of NotBefore, and Done after
-// it; with a plain Gate, published quotas are not enforced. NewGate and
-// redisgate both return QuotaGates.
+// it. With a plain Gate, the Transport counts published quotas itself, in
+// process, and shares only cooldowns through the Gate. NewGate and redisgate
+// both return QuotaGates, which count them for everyone who shares them.
 type QuotaGate interface {
 	Gate
 	// Take admits one send of scope, and returns the zero time, or returns

@@ -67,6 +67,8 @@ func (t *Transport) logDecision(level zapcore.Level, d *decision) {
 	}
 	if !d.retryAt.IsZero() {
 		fields = append(fields, zap.Time("retry_at", d.retryAt))
+	} else {
+		fields = append(fields, zap.String("retry_at", "")) // no attempt is scheduled
 	}
 	fields = append(fields, zap.Duration("left", d.left))
 	if d.err != nil {

@@ -243,11 +243,16 @@ func resolve(p Policy, name string) *policy {
 	if r.backoff == nil {
 		r.backoff = defaultBackoff
 	}
-	if r.classify == nil {
-		r.classify = DefaultClassifier
-	}
 	if p.KeyHeader != "" {
 		r.keyHeader = http.CanonicalHeaderKey(strings.TrimSpace(p.KeyHeader))
+	}
+	if r.classify == nil {
+		// DefaultClassifier, told of the policy's key header for the 409
+		// rule ("the original is still being processed").
+		r.classify = DefaultClassifier
+		if r.keyHeader != "" {
+			r.classify = keyedClassifier(r.keyHeader)
+		}
 	}
 	r.public = Policy{
 		Name: r.name, MaxAttempts: r.maxAttempts, MaxElapsed: r.maxElapsed, MaxWait: r.maxWait,

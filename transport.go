@@ -31,6 +31,7 @@ type Transport struct {
 	gate       Gate
 	quotas     QuotaGate // gate, when it enforces published quotas
 	mem        *memGate  // gate, when it is heed's own: called with the time
+	local      bool      // mem counts quotas beside a plain gate, which holds
 	bodyBound  int64
 
 	observe func(Event)
@@ -63,6 +64,12 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 	}
 	t.quotas, _ = t.gate.(QuotaGate)
 	t.mem, _ = t.gate.(*memGate)
+	if t.quotas == nil {
+		// A plain Gate shares cooldowns; published quotas are then
+		// counted in process.
+		t.mem = NewGate().(*memGate)
+		t.local = true
+	}
 	t.scopes = make(map[string]*scopeLocal)
 	t.defPolicy = resolve(t.def, "default")
 	r, err := compileRoutes(t.routeSpecs)
@@ -333,13 +340,16 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		var nb time.Time
 		var err error
 		switch {
+		case rt.t.local:
+			nb, err = rt.t.gate.NotBefore(rt.ctx, rt.scope)
+			now = time.Now()
+			if err == nil && !nb.After(now) {
+				nb = rt.t.mem.take(rt.scope, now)
+			}
 		case rt.t.mem != nil:
 			nb = rt.t.mem.take(rt.scope, now)
-		case rt.t.quotas != nil:
-			nb, err = rt.t.quotas.Take(rt.ctx, rt.scope)
-			now = time.Now()
 		default:
-			nb, err = rt.t.gate.NotBefore(rt.ctx, rt.scope)
+			nb, err = rt.t.quotas.Take(rt.ctx, rt.scope)
 			now = time.Now()
 		}
 		if err != nil {
@@ -347,8 +357,8 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 			rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
 			return now, nil
 		}
-		if nb.IsZero() || (rt.t.quotas == nil && !nb.After(now)) {
-			rt.taken = rt.t.quotas != nil
+		if nb.IsZero() {
+			rt.taken = true
 			return now, nil
 		}
 		// Not admitted: wait for the gate to open, then spread out, so
@@ -442,7 +452,7 @@ func (rt *roundTrip) hold(until time.Time) {
 // request returns what attempt sends: the caller's request itself when
 // nothing about it changes, else a clone with a fresh body.
 func (rt *roundTrip) request(attempt int) (*http.Request, error) {
-	if rt.newKey == "" && !rt.body.swaps(attempt) {
+	if attempt == 1 && rt.newKey == "" && !rt.body.swaps(attempt) {
 		if rt.body.orig != nil {
 			rt.body.sendsOriginal()
 		}
