@@ -85,30 +85,3 @@ func (e *DeferredError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrDeferred.
 func (e *DeferredError) Is(target error) bool { return target == ErrDeferred }
-
-// budget is the time one RoundTrip may spend: until end, if it has one.
-type budget struct {
-	end   time.Time
-	bound bool
-}
-
-// left is the budget remaining at now: 0 when none remains or unbounded.
-func (b budget) left(now time.Time) time.Duration {
-	if !b.bound {
-		return 0
-	}
-	return max(b.end.Sub(now), 0)
-}
-
-// fits reports whether a wait (before jitter: base; with it: wait) may be
-// slept in process: base is within maxWait and the attempt after it, given
-// reserve, still ends within the budget.
-func (b budget) fits(now time.Time, base, wait, maxWait, reserve time.Duration) bool {
-	if base > maxWait {
-		return false
-	}
-	if !b.bound {
-		return true
-	}
-	return !now.Add(wait).Add(reserve).After(b.end)
-}

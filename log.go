@@ -9,6 +9,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // Decision names logged under the key "op".
@@ -82,41 +84,7 @@ func (d *decision) redacted() string {
 	if d.urlText != "" {
 		return d.urlText
 	}
-	return redactURL(d.url)
-}
-
-// redactURL returns u without userinfo, query or fragment.
-func redactURL(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	host, path := u.Host, u.EscapedPath()
-	if u.Opaque != "" {
-		// scheme:opaque; an opaque of the form //[userinfo@]host/path
-		// names the authority itself.
-		op, _, _ := strings.Cut(u.Opaque, "?")
-		if rest, ok := strings.CutPrefix(op, "//"); ok {
-			authority, p, slash := strings.Cut(rest, "/")
-			if i := strings.LastIndexByte(authority, '@'); i >= 0 {
-				authority = authority[i+1:]
-			}
-			host, path = authority, ""
-			if slash {
-				path = "/" + p
-			}
-		} else {
-			return u.Scheme + ":" + op
-		}
-	}
-	var b strings.Builder
-	b.Grow(len(u.Scheme) + 3 + len(host) + len(path))
-	if u.Scheme != "" {
-		b.WriteString(u.Scheme)
-		b.WriteString("://")
-	}
-	b.WriteString(host)
-	b.WriteString(path)
-	return b.String()
+	return rules.RedactURL(d.url)
 }
 
 // redactError returns err's text with the URLs it quotes redacted: that of
@@ -140,7 +108,7 @@ func replaceURL(msg, rawURL string) string {
 	u, err := url.Parse(rawURL)
 	clean := ""
 	if err == nil {
-		clean = redactURL(u)
+		clean = rules.RedactURL(u)
 	}
 	if clean == rawURL {
 		return msg

@@ -2,7 +2,6 @@ package heed
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"path"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // Package defaults for the zero fields of a Policy.
@@ -90,7 +91,7 @@ func EqualJitter(first, cap time.Duration) Backoff {
 	return func(retry int) time.Duration {
 		d := exponential(first, cap, retry)
 		half := d / 2
-		return half + randUpTo(d-half)
+		return half + rules.RandUpTo(d-half)
 	}
 }
 
@@ -98,7 +99,7 @@ func EqualJitter(first, cap time.Duration) Backoff {
 // random duration in [0, that].
 func FullJitter(first, cap time.Duration) Backoff {
 	return func(retry int) time.Duration {
-		return randUpTo(exponential(first, cap, retry))
+		return rules.RandUpTo(exponential(first, cap, retry))
 	}
 }
 
@@ -123,17 +124,6 @@ func exponential(first, cap time.Duration, retry int) time.Duration {
 		d *= 2
 	}
 	return min(d, cap)
-}
-
-// randUpTo returns a random duration in [0, d].
-func randUpTo(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	if d == 1<<63-1 {
-		return time.Duration(rand.Int64())
-	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
 // Option configures a Transport.

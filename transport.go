@@ -17,6 +17,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // Transport is an http.RoundTripper that retries through another one. Make
@@ -133,15 +135,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.policyFor(req)
 	ctx := req.Context()
 	start := time.Now()
-	b := budget{}
-	if d, ok := ctx.Deadline(); ok {
-		b = budget{end: d, bound: true}
-	}
-	if p.maxElapsed > 0 {
-		if end := start.Add(p.maxElapsed); !b.bound || end.Before(b.end) {
-			b = budget{end: end, bound: true}
-		}
-	}
+	b := rules.NewBudget(ctx, start, p.maxElapsed)
 	scope := p.scope
 	if scope == "" {
 		scope = req.URL.Host
@@ -179,7 +173,7 @@ type roundTrip struct {
 	p        *policy
 	req      *http.Request
 	ctx      context.Context
-	deadline budget       // the time this RoundTrip may spend
+	deadline rules.Budget // the time this RoundTrip may spend
 	retries  *retryBudget // the scope's retry budget; nil: none
 	limiter  *adaptive    // the scope's adaptive rate limiter
 	scope    string
@@ -199,14 +193,14 @@ func (rt *roundTrip) key() string {
 	if rt.newKey != "" {
 		return rt.newKey
 	}
-	return requestKey(rt.req.Header, rt.p.keyHeader)
+	return rules.RequestKey(rt.req.Header, rt.p.keyHeader)
 }
 
 // replaySafe reports whether an Ambiguous failure may be resent: the method
 // is idempotent, the request carries an idempotency key, or the policy says
 // so.
 func (rt *roundTrip) replaySafe() bool {
-	return rt.p.retryUnsafe || idempotent(rt.req.Method) || rt.key() != ""
+	return rt.p.retryUnsafe || rules.Idempotent(rt.req.Method) || rt.key() != ""
 }
 
 func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
@@ -284,12 +278,12 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 		wait := base
 		if hinted {
-			wait += randUpTo(p.jitter)
+			wait += rules.RandUpTo(p.jitter)
 		}
 		d.wait, d.source = wait, source
 		d.retryAt = now.Add(wait).Round(0)
-		d.left = rt.deadline.left(now)
-		if !rt.deadline.fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
+		d.left = rt.deadline.Left(now)
+		if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
 			discard(resp)
 			return nil, rt.deferred(&d, attempt)
 		}
@@ -302,7 +296,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		d.op = opRetry
 		rt.decide(zapcore.InfoLevel, &d)
 		discard(resp)
-		if err := sleep(rt.ctx, wait); err != nil {
+		if err := rules.Sleep(rt.ctx, wait); err != nil {
 			return nil, err
 		}
 		now = time.Time{} // passGate reads the clock anew
@@ -324,14 +318,14 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 			d := decision{
 				route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
 				status: rt.status, verdict: Verdict{Throttled, reasonPacing},
-				wait: pace, source: "pacing", retryAt: now.Add(pace).Round(0), left: rt.deadline.left(now),
+				wait: pace, source: "pacing", retryAt: now.Add(pace).Round(0), left: rt.deadline.Left(now),
 			}
-			if !rt.deadline.fits(now, pace, pace, p.maxWait, max(p.reserve, rt.took)) {
+			if !rt.deadline.Fits(now, pace, pace, p.maxWait, max(p.reserve, rt.took)) {
 				return now, rt.deferred(&d, attempt-1)
 			}
 			d.op = opGateWait
 			rt.decide(zapcore.DebugLevel, &d)
-			if err := sleep(rt.ctx, pace); err != nil {
+			if err := rules.Sleep(rt.ctx, pace); err != nil {
 				return now, err
 			}
 			now = time.Time{}
@@ -368,18 +362,18 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		if spread == 0 {
 			spread = min(base/50, maxGateSpread)
 		}
-		wait := base + randUpTo(spread)
+		wait := base + rules.RandUpTo(spread)
 		d := decision{
 			route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
 			status: rt.status, verdict: Verdict{Throttled, reasonCoolingDown},
-			wait: wait, source: "gate", retryAt: now.Add(wait).Round(0), left: rt.deadline.left(now),
+			wait: wait, source: "gate", retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
 		}
-		if !rt.deadline.fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
+		if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
 			return now, rt.deferred(&d, attempt-1)
 		}
 		d.op = opGateWait
 		rt.decide(zapcore.InfoLevel, &d)
-		if err := sleep(rt.ctx, wait); err != nil {
+		if err := rules.Sleep(rt.ctx, wait); err != nil {
 			return now, err
 		}
 		now = time.Time{}
@@ -428,7 +422,7 @@ const (
 // RoundTrip.
 func (rt *roundTrip) redactedURL() string {
 	if rt.urlText == "" {
-		rt.urlText = redactURL(rt.req.URL)
+		rt.urlText = rules.RedactURL(rt.req.URL)
 	}
 	return rt.urlText
 }
@@ -501,28 +495,6 @@ func levelFor(c Class) zapcore.Level {
 	return zapcore.DebugLevel
 }
 
-// idempotent reports whether RFC 9110 makes method idempotent.
-func idempotent(method string) bool {
-	switch method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return false
-}
-
-// requestKey returns the idempotency key a request carries, if any.
-func requestKey(h http.Header, keyHeader string) string {
-	if keyHeader != "" {
-		if k := h.Get(keyHeader); k != "" {
-			return k
-		}
-	}
-	if k := h.Get("Idempotency-Key"); k != "" {
-		return k
-	}
-	return h.Get("X-Idempotency-Key")
-}
-
 // newIdempotencyKey returns a random UUID (version 4).
 func newIdempotencyKey() string {
 	var u [16]byte
@@ -540,22 +512,6 @@ func newIdempotencyKey() string {
 	s[23] = '-'
 	hex.Encode(s[24:], u[10:])
 	return string(s[:])
-}
-
-// sleep waits d on a timer, or returns the context's error if it ends
-// first.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
 
 // Draining bounds: a discarded response is read this far, for this long, so

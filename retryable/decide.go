@@ -3,13 +3,13 @@ package retryable
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // checkRetry is the client's CheckRetry: heed's decision on one attempt.
@@ -68,12 +68,12 @@ func (a *adapter) checkRetry(ctx context.Context, resp *http.Response, err error
 
 	base, wait := chooseWait(resp, p, attempt, now)
 
-	b := budgetOf(ctx, p, start)
+	b := rules.NewBudget(ctx, start, p.MaxElapsed)
 	reserve := p.Reserve
 	if at != nil {
 		reserve = max(reserve, at.took)
 	}
-	if !b.fits(now, base, wait, p.MaxWait, reserve) {
+	if !b.Fits(now, base, wait, p.MaxWait, reserve) {
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
@@ -84,15 +84,15 @@ func (a *adapter) checkRetry(ctx context.Context, resp *http.Response, err error
 		}
 		return false, &heed.DeferredError{
 			Method:   orig.Method,
-			URL:      redact(orig.URL),
+			URL:      rules.RedactURL(orig.URL),
 			Route:    p.Name,
-			Key:      requestKey(orig.Header, p.KeyHeader),
+			Key:      rules.RequestKey(orig.Header, p.KeyHeader),
 			Attempts: attempt,
 			Status:   status,
 			Reason:   v.Reason,
 			Wait:     wait,
 			RetryAt:  now.Add(wait).Round(0),
-			Left:     b.left(now),
+			Left:     b.Left(now),
 			Err:      last,
 		}
 	}
@@ -102,7 +102,7 @@ func (a *adapter) checkRetry(ctx context.Context, resp *http.Response, err error
 	}
 	if resp == nil {
 		// Backoff will not know which call it serves: wait here.
-		if err := waitFor(ctx, wait); err != nil {
+		if err := rules.Sleep(ctx, wait); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -120,7 +120,7 @@ func chooseWait(resp *http.Response, p heed.Policy, retry int, now time.Time) (b
 	if resp != nil {
 		if hint, _, ok := heed.Hint(resp, now); ok {
 			base = max(hint, p.MinWait)
-			return base, base + randUpTo(p.Jitter)
+			return base, base + rules.RandUpTo(p.Jitter)
 		}
 	}
 	base = p.Backoff(retry)
@@ -168,46 +168,5 @@ func firstHop(r *http.Request) *http.Request {
 // replaySafe reports whether req may be sent again after it may have been
 // processed: an idempotent method, an idempotency key, or RetryUnsafe.
 func replaySafe(req *http.Request, p heed.Policy) bool {
-	if p.RetryUnsafe || requestKey(req.Header, p.KeyHeader) != "" {
-		return true
-	}
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return false
-}
-
-// requestKey returns the idempotency key h carries, if any.
-func requestKey(h http.Header, keyHeader string) string {
-	if keyHeader != "" {
-		if k := h.Get(keyHeader); k != "" {
-			return k
-		}
-	}
-	if k := h.Get("Idempotency-Key"); k != "" {
-		return k
-	}
-	return h.Get("X-Idempotency-Key")
-}
-
-// redact returns u without userinfo, query or fragment.
-func redact(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	r := *u
-	r.User, r.RawQuery, r.ForceQuery, r.Fragment, r.RawFragment = nil, "", false, "", ""
-	return r.String()
-}
-
-// randUpTo returns a random duration in [0, d].
-func randUpTo(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	if d == 1<<63-1 {
-		return time.Duration(rand.Int64())
-	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
+	return p.RetryUnsafe || rules.Idempotent(req.Method) || rules.RequestKey(req.Header, p.KeyHeader) != ""
 }
