@@ -258,7 +258,7 @@ func s3SlowDown(resp *http.Response) bool {
 	if !strings.Contains(respContentType(resp), "xml") {
 		return false
 	}
-	b, _ := PeekBody(resp, classifyPeekLimit)
+	b, _ := peekWithin(resp, classifyPeekLimit, classifyPeekTime)
 	return bytes.Contains(b, []byte("<Code>SlowDown</Code>"))
 }
 
@@ -279,7 +279,7 @@ func peekJSONBody(resp *http.Response) ([]byte, bool) {
 	if !declared && ct != "" && !strings.HasPrefix(ct, "text/plain") {
 		return nil, false
 	}
-	b, _ := PeekBody(resp, classifyPeekLimit)
+	b, _ := peekWithin(resp, classifyPeekLimit, classifyPeekTime)
 	if declared {
 		return b, len(b) > 0
 	}
@@ -476,6 +476,64 @@ func PeekBody(resp *http.Response, n int) ([]byte, error) {
 	resp.Body = &peekedBody{r: io.MultiReader(bytes.NewReader(buf), orig), c: orig}
 	return buf, err
 }
+
+// classifyPeekTime bounds how long DefaultClassifier waits for the start of
+// a body: a server that sends a 429's headers and then stalls must not hold
+// the RoundTrip. Past it the response is classified by its headers alone.
+const classifyPeekTime = 500 * time.Millisecond
+
+// peekWithin is PeekBody bounded by d. When the bytes do not come in time,
+// it returns nil, and resp.Body becomes a body that, read, waits for them
+// and then gives every byte as PeekBody's would: nothing is lost.
+func peekWithin(resp *http.Response, n int, d time.Duration) ([]byte, error) {
+	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || n <= 0 {
+		return nil, nil
+	}
+	orig := resp.Body
+	done := make(chan peeked, 1)
+	go func() {
+		buf, err := io.ReadAll(io.LimitReader(orig, int64(n)))
+		done <- peeked{buf, err}
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case p := <-done:
+		if len(p.buf) == 0 && p.err == nil {
+			return p.buf, nil
+		}
+		resp.Body = &peekedBody{r: io.MultiReader(bytes.NewReader(p.buf), orig), c: orig}
+		return p.buf, p.err
+	case <-timer.C:
+		resp.Body = &pendingBody{done: done, orig: orig}
+		return nil, nil
+	}
+}
+
+// peeked is what a background peek read.
+type peeked struct {
+	buf []byte
+	err error
+}
+
+// pendingBody is a response body whose start is still being read in the
+// background by peekWithin. Closing it closes the original body, which ends
+// that read.
+type pendingBody struct {
+	done chan peeked
+	orig io.ReadCloser
+	r    io.Reader
+}
+
+func (b *pendingBody) Read(p []byte) (int, error) {
+	if b.r == nil {
+		got := <-b.done
+		b.r = io.MultiReader(bytes.NewReader(got.buf), b.orig)
+	}
+	return b.r.Read(p)
+}
+
+func (b *pendingBody) Close() error { return b.orig.Close() }
 
 // peekedBody is a response body whose start was read by PeekBody.
 type peekedBody struct {

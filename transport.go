@@ -296,7 +296,9 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		d.op = opRetry
 		rt.decide(zapcore.InfoLevel, &d)
 		discard(resp)
-		if err := rules.Sleep(rt.ctx, wait); err != nil {
+		// Sleep until the instant decided, not a whole wait after the
+		// drain: draining a slow body does not push the retry later.
+		if err := rules.Sleep(rt.ctx, time.Until(now.Add(wait))); err != nil {
 			return nil, err
 		}
 		now = time.Time{} // passGate reads the clock anew
