@@ -39,6 +39,10 @@ type adaptive struct {
 	k            float64 // seconds for the cubic to climb back to lastMax
 }
 
+// paceHintLimit is the shortest hint that the gate alone answers: a
+// throttle with such a hint does not lower the pace.
+const paceHintLimit = time.Second
+
 // Adaptive limiter constants, as in the AWS SDKs.
 const (
 	adaptiveBeta    = 0.7 // rate kept on a throttle
@@ -96,6 +100,16 @@ func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Durat
 	// of the scope are in flight.
 	if !a.enabled && (!throttled || others <= 0) {
 		return
+	}
+	// A hint of a second or more names the instant capacity returns, as
+	// a fixed window's does: the gate holds the scope until then, and
+	// pacing below the rate the scope had would only leave the next
+	// window part unused. Such a throttle counts as no throttle here.
+	if throttled && hint >= paceHintLimit {
+		throttled = false
+		if !a.enabled {
+			return
+		}
 	}
 	if throttled && a.enabled && !sent.After(a.lastThrottle) {
 		return

@@ -115,3 +115,23 @@ func (a *adaptive) waitAndSend(now time.Time) time.Duration {
 	}
 	return w
 }
+
+func TestAdaptiveLeavesLongHintsToTheGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var a adaptive
+		sent := time.Now()
+		for range 16 {
+			a.waitAndSend(sent)
+		}
+		time.Sleep(10 * time.Millisecond)
+		for range 16 {
+			a.answered(time.Now(), sent, true, time.Second) // a window's "come back in 1s"
+		}
+		assert.False(t, a.enabled, "the gate holds the scope until the instant; no pacing below it")
+		for range 16 {
+			a.waitAndSend(time.Now())
+		}
+		a.answered(time.Now(), time.Now(), true, 10*time.Millisecond)
+		assert.True(t, a.enabled, "a short hint from a herd starts the pacing")
+	})
+}
