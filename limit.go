@@ -89,8 +89,9 @@ func (a *adaptive) refill(now time.Time) {
 // answered records the answer to an attempt sent at sent: throttled or
 // not, and the server's hint, if it gave one. Only a throttle of an attempt
 // sent after the last throttle lowers the rate, so that one burst of 429s
-// counts once; and never below one send per hint, the pace the server
-// itself asked of a single caller.
+// counts once. A throttle with a hint sets the pace to one send per hint,
+// the pace the server itself named; one without, to 0.7 of the rate the
+// scope was sending at.
 func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Duration) {
 	others := a.inflight.Add(-1)
 	a.mu.Lock()
@@ -119,6 +120,12 @@ func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Durat
 		base := a.measured
 		if a.enabled {
 			base = math.Min(base, a.fillRate)
+		}
+		if hint > 0 {
+			// The server said when one more send may go: pace at that,
+			// as if the scope had been sending at 1/β of it, so that
+			// the cubic climbs back from there.
+			base = 1 / hint.Seconds() / adaptiveBeta
 		}
 		a.lastMax = base
 		a.k = math.Cbrt(a.lastMax * (1 - adaptiveBeta) / adaptiveC)
