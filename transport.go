@@ -317,17 +317,7 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 			now = time.Now()
 		}
 		if pace := rt.limiter.wait(now); pace > 0 {
-			d := decision{
-				route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
-				status: rt.status, verdict: Verdict{Throttled, reasonPacing},
-				wait: pace, source: "pacing", retryAt: now.Add(pace).Round(0), left: rt.deadline.Left(now),
-			}
-			if !rt.deadline.Fits(now, pace, pace, p.maxWait, max(p.reserve, rt.took)) {
-				return now, rt.deferred(&d, attempt-1)
-			}
-			d.op = opGateWait
-			rt.decide(zapcore.DebugLevel, &d)
-			if err := rules.Sleep(rt.ctx, pace); err != nil {
+			if err := rt.waitToSend(attempt, now, pace, pace, reasonPacing, "pacing", zapcore.DebugLevel); err != nil {
 				return now, err
 			}
 			now = time.Time{}
@@ -365,21 +355,29 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 			spread = min(base/50, maxGateSpread)
 		}
 		wait := base + rules.RandUpTo(spread)
-		d := decision{
-			route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
-			status: rt.status, verdict: Verdict{Throttled, reasonCoolingDown},
-			wait: wait, source: "gate", retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
-		}
-		if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
-			return now, rt.deferred(&d, attempt-1)
-		}
-		d.op = opGateWait
-		rt.decide(zapcore.InfoLevel, &d)
-		if err := rules.Sleep(rt.ctx, wait); err != nil {
+		if err := rt.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", zapcore.InfoLevel); err != nil {
 			return now, err
 		}
 		now = time.Time{}
 	}
+}
+
+// waitToSend sleeps wait (base before any spread) before attempt is sent,
+// logged at level, or returns a *DeferredError, with nothing more sent, when
+// that wait does not fit; or the context's error if it ends first.
+func (rt *roundTrip) waitToSend(attempt int, now time.Time, base, wait time.Duration, reason, source string, level zapcore.Level) error {
+	p := rt.p
+	d := decision{
+		route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
+		status: rt.status, verdict: Verdict{Throttled, reason},
+		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
+	}
+	if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
+		return rt.deferred(&d, attempt-1)
+	}
+	d.op = opGateWait
+	rt.decide(level, &d)
+	return rules.Sleep(rt.ctx, wait)
 }
 
 // maxGateSpread bounds the default spread of a scope's waiters after its
