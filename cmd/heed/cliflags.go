@@ -1,11 +1,43 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
+
+// parseCommand parses the arguments of the subcommand name with fs, whose
+// usage text is usage, and returns its one URL and a function that reports
+// a usage error. When done, the command is over and exits with code: help
+// was asked for (0) or the arguments are wrong (exitUsage).
+func parseCommand(name, usage string, fs *flag.FlagSet, args []string, stderr io.Writer) (target string, usageErr func(format string, a ...any) int, code int, done bool) {
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	usageErr = func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "heed "+name+": "+format+"\n\n", a...)
+		fs.Usage()
+		return exitUsage
+	}
+	pos, err := parseInterspersed(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return "", usageErr, exitOK, true
+	case err != nil:
+		return "", usageErr, exitUsage, true
+	case len(pos) != 1:
+		return "", usageErr, usageErr("want one URL, got %d arguments", len(pos)), true
+	}
+	target, err = checkURL(pos[0])
+	if err != nil {
+		return "", usageErr, usageErr("%v", err), true
+	}
+	return target, usageErr, 0, false
+}
 
 // headerFlags collects repeated -H 'Name: value' flags, as curl takes them.
 type headerFlags struct {

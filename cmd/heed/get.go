@@ -54,28 +54,9 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 		"a wait that cannot fit defers (exit 75). 0: none, and single waits up to 60s")
 	attempts := fs.Int("attempts", heed.DefaultMaxAttempts, "attempts including the first; 1 never retries")
 	jsonLog := fs.Bool("json-log", false, "log decisions as JSON lines (default: console lines)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, getUsage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return exitUsage
-	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "heed get: "+format+"\n\n", a...)
-		fs.Usage()
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		return usageErr("want one URL, got %d arguments", len(pos))
-	}
-	target, err := checkURL(pos[0])
-	if err != nil {
-		return usageErr("%v", err)
+	target, usageErr, code, done := parseCommand("get", getUsage, fs, args, stderr)
+	if done {
+		return code
 	}
 	if *attempts < 1 {
 		return usageErr("--attempts must be at least 1")

@@ -62,28 +62,9 @@ func runPoll(args []string, stdout, stderr io.Writer) int {
 	var headers headerFlags
 	fs.Var(&headers, "H", "request header `'Name: value'`; repeat for more")
 	jsonLog := fs.Bool("json-log", false, "log decisions as JSON lines (default: console lines)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, pollUsage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return exitUsage
-	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "heed poll: "+format+"\n\n", a...)
-		fs.Usage()
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		return usageErr("want one URL, got %d arguments", len(pos))
-	}
-	target, err := checkURL(pos[0])
-	if err != nil {
-		return usageErr("%v", err)
+	target, usageErr, code, done := parseCommand("poll", pollUsage, fs, args, stderr)
+	if done {
+		return code
 	}
 	if len(terminal) == 0 {
 		return usageErr("--terminal is required: the states in which the job is finished")
