@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/heed-go/heed"
@@ -109,14 +110,34 @@ func ExampleClassifier() {
 	// Output: throttled
 }
 
-// Share one gate between two Transports so that a throttle seen by one
-// holds the other.
+// Share one gate between two Transports: a throttle seen by one holds the
+// other, which then defers without sending.
 func ExampleNewGate() {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+
 	gate := heed.NewGate()
-	a := heed.New(nil, heed.WithGate(gate))
-	b := heed.New(nil, heed.WithGate(gate), heed.WithPolicy(heed.Policy{Scope: "api.example"}))
-	_ = gate.Hold(context.Background(), "api.example", time.Now().Add(time.Minute))
-	nb, _ := gate.NotBefore(context.Background(), "api.example")
-	fmt.Println(a != nil, b != nil, time.Until(nb) > 59*time.Second)
-	// Output: true true true
+	a := &http.Client{Transport: heed.New(nil, heed.WithGate(gate), heed.WithPolicy(heed.Policy{MaxAttempts: 1}))}
+	b := &http.Client{Transport: heed.New(nil, heed.WithGate(gate))}
+
+	resp, err := a.Get(srv.URL)
+	if err == nil {
+		resp.Body.Close()
+		fmt.Println("a got", resp.StatusCode)
+	}
+	_, err = b.Get(srv.URL)
+	var de *heed.DeferredError
+	if errors.As(err, &de) {
+		fmt.Println("b deferred:", de.Reason, "attempts", de.Attempts)
+	}
+	fmt.Println("requests the server saw:", hits.Load())
+	// Output:
+	// a got 429
+	// b deferred: cooling down attempts 0
+	// requests the server saw: 1
 }

@@ -13,15 +13,6 @@ import (
 )
 
 func TestRoutesUseServeMuxPrecedence(t *testing.T) {
-	tr := heed.New(nil,
-		heed.WithPolicy(heed.Policy{Name: "fallback"}),
-		heed.WithRoute("/", heed.Policy{Name: "root"}),
-		heed.WithRoute("/v1/", heed.Policy{Name: "v1"}),
-		heed.WithRoute("POST /v1/images/", heed.Policy{}),
-		heed.WithRoute("api.openai.example/v1/", heed.Policy{Name: "openai"}),
-		heed.WithRoute("GET /v1/jobs/{id}", heed.Policy{Name: "job status"}),
-		heed.WithRoute("/v1/files/{path...}", heed.Policy{Name: "files"}),
-	)
 	tests := []struct {
 		method, url, want string
 	}{
@@ -51,9 +42,9 @@ func TestRoutesUseServeMuxPrecedence(t *testing.T) {
 			})
 		})
 	}
-	assert.NotNil(t, tr)
 }
 
+// routeOptions are the routes of TestRoutesUseServeMuxPrecedence.
 func routeOptions() []heed.Option {
 	return []heed.Option{
 		heed.WithPolicy(heed.Policy{Name: "fallback"}),
