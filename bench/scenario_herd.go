@@ -20,21 +20,25 @@ import (
 // finishes as fast as the limit allows; one that lets every goroutine learn
 // on its own collects a 429 per goroutine each time the limit bites.
 //
-//   - herd-window: a fixed window of 40 requests per wall-clock second;
-//     a request over it gets 429 with Retry-After, the whole seconds to the
-//     window's end rounded up.
+//   - herd-window: a fixed window of 40 requests a second that starts with
+//     the first request after the last window ended, as a Redis INCR and
+//     EXPIRE limiter or a per-key gateway window does; a request over it
+//     gets 429 with Retry-After, the whole seconds to the window's end
+//     rounded up.
 //   - herd-quota: the same server, and every response (200 and 429)
 //     publishes the quota: X-RateLimit-Limit, X-RateLimit-Remaining and
 //     X-RateLimit-Reset (seconds to the window's end, rounded up).
-//   - herd-quota-unix: herd-quota with X-RateLimit-Reset as the Unix time
-//     of the window's end, as GitHub sends it: the exact instant, since
-//     windows are aligned to wall-clock seconds.
+//   - herd-window-aligned: herd-window with windows aligned to wall-clock
+//     seconds. Whole-second hints round the window's end up: see
+//     fixedWindow.ideal for the floor that puts on every client.
+//   - herd-quota-unix: aligned windows publishing X-RateLimit-Reset as the
+//     Unix time of the window's end, as GitHub sends it: the exact instant.
 //   - herd-bucket (scenario_herd_bucket.go): a token bucket answering 429
 //     with retry-after-ms only.
 //
 // The clients of a scenario run one after another, each against its own
-// server, and each starts at the same point of a window, chosen
-// arbitrarily; the ideal is worked out from that point.
+// server. With aligned windows each starts at the same point of a window,
+// chosen arbitrarily, and the ideal is worked out from that point.
 
 const (
 	windowLimit   = 40
@@ -53,7 +57,8 @@ func init() {
 	}{
 		{"herd-window", 60, fixedWindow{limit: windowLimit}},
 		{"herd-quota", 62, fixedWindow{limit: windowLimit, publish: true}},
-		{"herd-quota-unix", 63, fixedWindow{limit: windowLimit, publish: true, unix: true}},
+		{"herd-window-aligned", 63, fixedWindow{limit: windowLimit, aligned: true}},
+		{"herd-quota-unix", 64, fixedWindow{limit: windowLimit, publish: true, aligned: true, unix: true}},
 	}
 	for _, v := range variants {
 		register(&Scenario{
@@ -259,32 +264,39 @@ func onlyClients(cs []Client, names ...string) []Client {
 	return out
 }
 
-// fixedWindow admits limit requests per wall-clock second. A refused
-// request gets Retry-After: the whole seconds to the window's end, rounded
-// up. With publish, every response also carries X-RateLimit-Limit,
-// -Remaining and -Reset (seconds to the window's end, rounded up).
+// fixedWindow admits limit requests per window of a second. A window
+// starts with the first request after the last one ended, or, when
+// aligned, at each wall-clock second. A refused request gets Retry-After:
+// the whole seconds to the window's end, rounded up. With publish, every
+// response also carries X-RateLimit-Limit, -Remaining and -Reset (seconds
+// to the window's end, rounded up; with unix, which needs aligned, the Unix
+// time of the window's end, exact).
 type fixedWindow struct {
 	limit   int
 	publish bool
-	unix    bool  // X-RateLimit-Reset as the Unix time of the window's end, as GitHub sends it
-	window  int64 // Unix second of the current window
+	aligned bool
+	unix    bool
+	end     time.Time // the current window's end
 	used    int
 }
 
 func (f *fixedWindow) admit(now time.Time, h http.Header) bool {
-	if w := now.Unix(); w != f.window {
-		f.window, f.used = w, 0
+	if !now.Before(f.end) {
+		f.end, f.used = now.Add(time.Second), 0
+		if f.aligned {
+			f.end = time.Unix(now.Unix()+1, 0)
+		}
 	}
 	ok := f.used < f.limit
 	if ok {
 		f.used++
 	}
-	toEnd := strconv.FormatInt(ceilSeconds(time.Unix(f.window+1, 0).Sub(now)), 10)
+	toEnd := strconv.FormatInt(ceilSeconds(f.end.Sub(now)), 10)
 	if f.publish {
 		h.Set("X-RateLimit-Limit", strconv.Itoa(f.limit))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(f.limit-f.used))
 		if f.unix {
-			h.Set("X-RateLimit-Reset", strconv.FormatInt(f.window+1, 10))
+			h.Set("X-RateLimit-Reset", strconv.FormatInt(f.end.Unix(), 10))
 		} else {
 			h.Set("X-RateLimit-Reset", toEnd)
 		}
@@ -296,25 +308,32 @@ func (f *fixedWindow) admit(now time.Time, h http.Header) bool {
 }
 
 // ideal: the first window has its whole limit left (the server is fresh)
-// but only part of its second; each further window serves limit more. The
-// last request goes at the start of the last window needed.
+// and each further window serves limit more; the last request goes at the
+// start of the last window needed. A window that starts with the first
+// request after the last ended begins, at the soonest, a second after the
+// one before, so the ideal is a whole number of seconds.
 //
-// The note also gives the floor for a client that never sends before a
-// time it was told: when the server's times are whole seconds from now,
-// rounded up (Retry-After, a delta X-RateLimit-Reset), each of them is 1 s,
-// so the k-th window's requests cannot go before start + k s, whatever the
-// window arithmetic allows.
+// An aligned window starts wherever start falls in a wall-clock second, so
+// the first window has only the rest of that second. The note then also
+// gives the floor for a client that never sends before a time it was told:
+// when the server's times are whole seconds from now, rounded up
+// (Retry-After, a delta X-RateLimit-Reset), each of them is 1 s, so the
+// k-th window's requests cannot go before start + k s, whatever the window
+// arithmetic allows.
 func (f *fixedWindow) ideal(start time.Time, total int) (time.Duration, string) {
+	more := time.Duration((total-1)/f.limit) * time.Second
+	if !f.aligned {
+		return more, fmt.Sprintf("%d windows of %d", (total+f.limit-1)/f.limit, f.limit)
+	}
 	rest := time.Unix(start.Unix()+1, 0).Sub(start)
 	note := fmt.Sprintf("start %.2f s into a window", (time.Second - rest).Seconds())
-	if total <= f.limit {
+	if more == 0 {
 		return 0, note
 	}
-	more := (total - f.limit + f.limit - 1) / f.limit
 	if !f.unix {
-		note += fmt.Sprintf("; %s waiting out each 1 s hint", dur(time.Duration(more)*time.Second))
+		note += fmt.Sprintf("; %s waiting out each 1 s hint", dur(more))
 	}
-	return rest + time.Duration(more-1)*time.Second, note
+	return rest + more - time.Second, note
 }
 
 // ceilSeconds is d in whole seconds, rounded up, at least 0.
