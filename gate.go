@@ -32,12 +32,33 @@ type Gate interface {
 type QuotaGate interface {
 	Gate
 	// Take admits one send of scope, and returns the zero time, or returns
-	// the time to ask again: the scope's hold, or its quota's reset.
+	// the time to ask again: the scope's hold, or its quota's reset; or,
+	// while sends set against the spent quota are unanswered, a recheck at
+	// most QuotaRecheck ahead, since their answers may give sends back.
+	// NotBefore still answers the reset.
 	Take(ctx context.Context, scope string) (time.Time, error)
 	// Done records that a send that Take admitted was answered, and the
-	// quota its response published, if q is not nil.
+	// quota its response published, if q is not nil. A send whose
+	// request's context ended is answered too: ctx may be done already.
 	Done(ctx context.Context, scope string, q *Quota) error
 }
+
+// QuotaRecheck is how soon a send that a spent quota refused asks again
+// while sends set against that quota are still unanswered. Each of those
+// that answers with a figure that is not lower was counted already and
+// gives its send back, typically a request's latency after the quota was
+// spent; a waiter told to come back at the reset would sleep through that
+// and slip into the next window. 10ms is well under the latency of most
+// APIs, so a send given back is taken soon after, and costs a waiter at
+// most 100 more Takes a second (with redisgate, Redis calls), only while
+// answers are pending. They are pending briefly: a Transport tells its
+// QuotaGate of every send it admitted, whether the request's context
+// ended or not; redisgate stops counting a send whose process died after
+// its in-flight lifetime; and the rechecks end at the reset whatever
+// happens. A Transport decides whether to wait or defer against the reset,
+// which NotBefore answers, not the recheck: a caller whose time cannot
+// cover the reset defers at once.
+const QuotaRecheck = 10 * time.Millisecond
 
 // Quota is what a response published about its scope: Remaining more sends
 // are allowed until Reset.
@@ -117,6 +138,9 @@ func (g *memGate) take(scope string, now time.Time) time.Time {
 	}
 	if s.known {
 		if s.avail <= 0 {
+			if s.atSnap > 0 && now.Add(QuotaRecheck).Before(s.reset) {
+				return now.Add(QuotaRecheck) // an answer may give a send back
+			}
 			return s.reset
 		}
 		s.avail--

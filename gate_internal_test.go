@@ -55,3 +55,84 @@ func TestMemGateQuotaCountsSendsInFlight(t *testing.T) {
 		assert.True(t, nb.IsZero(), "after the reset the quota is unknown again")
 	})
 }
+
+// TestMemGateRechecksWhileSendsInFlight: a send refused by a spent quota is
+// told to ask again soon while sends set against the quota may still give
+// theirs back, and to wait for the reset when none may.
+func TestMemGateRechecksWhileSendsInFlight(t *testing.T) {
+	tests := []struct {
+		name    string
+		before  int           // sends in flight when the figure, 0 left, arrives
+		reset   time.Duration // the figure's reset
+		answers int           // of those, answered since without a figure
+		recheck bool          // want a recheck, not the reset
+	}{
+		{"sends in flight", 2, time.Second, 0, true},
+		{"one still in flight", 2, time.Second, 1, true},
+		{"none in flight", 0, time.Second, 0, false},
+		{"all answered", 2, time.Second, 2, false},
+		{"reset sooner than a recheck", 2, QuotaRecheck / 2, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				g := NewGate().(*memGate)
+				for range tt.before + 1 {
+					nb, err := g.Take(ctx, "s")
+					require.NoError(t, err)
+					require.True(t, nb.IsZero())
+				}
+				reset := time.Now().Add(tt.reset)
+				require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 0, Reset: reset}))
+				for range tt.answers {
+					require.NoError(t, g.Done(ctx, "s", nil))
+				}
+				want := reset
+				if tt.recheck {
+					want = time.Now().Add(QuotaRecheck)
+				}
+				nb, err := g.Take(ctx, "s")
+				require.NoError(t, err)
+				assert.Equal(t, want, nb)
+				nb, err = g.NotBefore(ctx, "s")
+				require.NoError(t, err)
+				assert.Equal(t, reset, nb, "NotBefore answers the reset")
+			})
+		})
+	}
+}
+
+// TestMemGateGivenBackSendGoesBeforeTheReset: a waiter refused while a send
+// is in flight is admitted at its recheck once that send, answering with a
+// figure that is not lower, gives its send back; not at the reset.
+func TestMemGateGivenBackSendGoesBeforeTheReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		g := NewGate().(*memGate)
+		start := time.Now()
+		reset := start.Add(time.Second)
+		for range 2 {
+			nb, err := g.Take(ctx, "s")
+			require.NoError(t, err)
+			require.True(t, nb.IsZero())
+		}
+		// The server served the two in order, leaving 2 then 1; the second
+		// answers first, and the first is set against its figure.
+		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 1, Reset: reset}))
+		admitted := make(chan time.Time, 1)
+		go func() {
+			for {
+				nb, err := g.Take(ctx, "s")
+				if !assert.NoError(t, err) || nb.IsZero() {
+					admitted <- time.Now()
+					return
+				}
+				time.Sleep(time.Until(nb))
+			}
+		}()
+		time.Sleep(3 * time.Millisecond)
+		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 2, Reset: reset}))
+		assert.Equal(t, start.Add(QuotaRecheck), <-admitted, "admitted at the first recheck after the send came back")
+	})
+}

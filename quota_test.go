@@ -301,3 +301,97 @@ func TestLoneCallerIsNotPaced(t *testing.T) {
 		}
 	})
 }
+
+// servedInOrder is an in-memory API that serves its requests in the order
+// they come, the i-th leaving left[i] of its quota until a reset 10 s
+// away, and answers the i-th after latency[i], so answers may come out of
+// order. Past the lists it answers at once, leaving 0.
+type servedInOrder struct {
+	left    []int
+	latency []time.Duration
+
+	mu   sync.Mutex
+	sent []time.Time
+}
+
+func (s *servedInOrder) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	i := len(s.sent)
+	s.sent = append(s.sent, time.Now())
+	s.mu.Unlock()
+	left, latency := 0, time.Duration(0)
+	if i < len(s.left) {
+		left, latency = s.left[i], s.latency[i]
+	}
+	time.Sleep(latency)
+	h := hdr("X-RateLimit-Remaining", strconv.Itoa(left), "X-RateLimit-Reset", "10")
+	return &http.Response{StatusCode: 200, Header: h, Body: http.NoBody, Request: r}, nil
+}
+
+func (s *servedInOrder) sendTimes() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.sent...)
+}
+
+// TestPublishedQuotaWhileSendsInFlight: two sends go out; the second
+// answers first, leaving 1, and the first, still in flight, is set against
+// it, so the quota is spent. When the first answers, leaving 2, it was
+// counted already and gives its send back. A third request that came in
+// between goes at its next recheck, long before the reset, if its time
+// could cover the reset; if not, it defers at once, against the reset.
+func TestPublishedQuotaWhileSendsInFlight(t *testing.T) {
+	tests := []struct {
+		name     string
+		deadline time.Duration // of the third request; 0: none
+		deferred bool
+	}{
+		{"time for the reset", 0, false},
+		{"no time for the reset", time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &servedInOrder{left: []int{2, 1}, latency: []time.Duration{5 * time.Millisecond, time.Millisecond}}
+				tr := heed.New(srv)
+				start := time.Now()
+				var wg sync.WaitGroup
+				for range 2 {
+					wg.Go(func() {
+						resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+						if assert.NoError(t, err) {
+							resp.Body.Close()
+						}
+					})
+					synctest.Wait() // sent in this order
+				}
+				time.Sleep(2 * time.Millisecond) // the second has answered
+				ctx := t.Context()
+				if tt.deadline > 0 {
+					c, cancel := context.WithTimeout(ctx, tt.deadline)
+					defer cancel()
+					ctx = c
+				}
+				asked := time.Now()
+				resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", "https://api.example/", nil))
+				returned := time.Now()
+				wg.Wait()
+				sent := srv.sendTimes()
+				if tt.deferred {
+					var de *heed.DeferredError
+					require.ErrorAs(t, err, &de)
+					assert.Equal(t, asked, returned, "at once")
+					assert.False(t, de.RetryAt.Before(start.Add(time.Millisecond+10*time.Second)), "retry at the reset: %v", de.RetryAt.Sub(start))
+					assert.Len(t, sent, 2)
+					return
+				}
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Len(t, sent, 3)
+				recheck := asked.Add(heed.QuotaRecheck)
+				assert.False(t, sent[2].Before(recheck), "not before the send came back: %v", sent[2].Sub(start))
+				assert.LessOrEqual(t, sent[2].Sub(recheck), time.Millisecond, "at the recheck, not the reset: %v", sent[2].Sub(start))
+			})
+		})
+	}
+}

@@ -350,12 +350,35 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		// Not admitted: wait for the gate to open, then spread out, so
 		// that the scope's waiters do not all fire at the same instant.
 		base := max(nb.Sub(now), time.Millisecond)
+		level := zapcore.InfoLevel
+		if base <= QuotaRecheck {
+			// Perhaps a recheck while answers that may give sends back are
+			// pending (QuotaRecheck). Whether to defer is decided against
+			// the reset all the same, which NotBefore answers: a caller
+			// whose time cannot cover it defers at once, as the contract
+			// says, rather than spend its time on sends that may not come
+			// back. One whose time can asks again at each recheck, logged
+			// at debug level. The cost is a NotBefore call per short
+			// refusal; a failing gate answers no reset.
+			var quotas Gate = rt.t.quotas
+			if rt.t.mem != nil {
+				quotas = rt.t.mem
+			}
+			if reset, _ := quotas.NotBefore(rt.ctx, rt.scope); reset.Sub(now) > base {
+				full := reset.Sub(now)
+				if rt.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, rt.took)) {
+					level = zapcore.DebugLevel
+				} else {
+					base = full // defers below
+				}
+			}
+		}
 		spread := p.jitter
 		if spread == 0 {
 			spread = min(base/50, maxGateSpread)
 		}
 		wait := base + rules.RandUpTo(spread)
-		if err := rt.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", zapcore.InfoLevel); err != nil {
+		if err := rt.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level); err != nil {
 			return now, err
 		}
 		now = time.Time{}

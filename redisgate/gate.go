@@ -98,11 +98,13 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 }
 
 // Take admits one send of scope and returns the zero time, or returns the
-// time to ask again: the scope's hold, or its spent quota's reset.
+// time to ask again: the scope's hold, or its spent quota's reset, or a
+// recheck heed.QuotaRecheck ahead while sends set against that quota are
+// unanswered (heed.QuotaGate).
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 	now := g.now()
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
-		return takeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli())...).Int64Slice()
+		return takeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), heed.QuotaRecheck.Milliseconds())...).Int64Slice()
 	})
 	if err != nil {
 		return time.Time{}, err
@@ -118,8 +120,12 @@ func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 }
 
 // Done records that a send Take admitted was answered, with the quota its
-// response published, if q is not nil.
+// response published, if q is not nil. It does so even when ctx has ended,
+// within the gate's timeout: a send whose caller gave up is answered all
+// the same, and until Redis hears of it, sends refused by a spent quota
+// would go on rechecking for it.
 func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota) error {
+	ctx = context.WithoutCancel(ctx)
 	now := g.now()
 	bucket := g.inFlight.remove(scope)
 	var has, remaining, reset int64

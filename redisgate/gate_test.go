@@ -1,6 +1,7 @@
 package redisgate
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -261,4 +262,68 @@ func TestConcurrentHolds(t *testing.T) {
 	nb, err := gates[0].NotBefore(t.Context(), "s")
 	require.NoError(t, err)
 	assert.Equal(t, now.Add(100*time.Second), nb)
+}
+
+// clockedGate returns a gate on s, in a scope of its own, whose clock
+// stands at the returned time until the test moves it, and which has
+// admitted n sends.
+func clockedGate(t *testing.T, s *redisServer, n int) (*gate, *time.Time) {
+	g := newGate(t, s, WithPrefix(t.Name()+":"))
+	clock := time.Now().Truncate(time.Millisecond)
+	g.now = func() time.Time { return clock }
+	for range n {
+		at, err := g.Take(t.Context(), "s")
+		require.NoError(t, err)
+		require.True(t, at.IsZero())
+	}
+	return g, &clock
+}
+
+// TestRecheckNoLaterThanTheReset: a send refused while sends set against
+// the quota are in flight asks again heed.QuotaRecheck later, or at the
+// reset if that comes first. (TestQuotaMatchesMemGate has the rest.)
+func TestRecheckNoLaterThanTheReset(t *testing.T) {
+	s := startRedis(t)
+	tests := []struct {
+		name    string
+		reset   time.Duration
+		recheck bool // want a recheck, not the reset
+	}{
+		{"reset later", time.Second, true},
+		{"reset sooner", heed.QuotaRecheck / 2, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, clock := clockedGate(t, s, 2)
+			reset := clock.Add(tt.reset)
+			require.NoError(t, g.Done(t.Context(), "s", &heed.Quota{Remaining: 0, Reset: reset}))
+			want := reset
+			if tt.recheck {
+				want = clock.Add(heed.QuotaRecheck)
+			}
+			at, err := g.Take(t.Context(), "s")
+			require.NoError(t, err)
+			assert.Equal(t, want, at)
+		})
+	}
+}
+
+// TestDoneAfterTheContextEnded: a send whose caller gave up is reported to
+// Redis all the same, so that the sends a spent quota refused stop
+// rechecking for its answer and wait for the reset.
+func TestDoneAfterTheContextEnded(t *testing.T) {
+	s := startRedis(t)
+	g, clock := clockedGate(t, s, 2)
+	reset := clock.Add(time.Second)
+	// The second answers first, leaving nothing; the first is in flight.
+	require.NoError(t, g.Done(t.Context(), "s", &heed.Quota{Remaining: 0, Reset: reset}))
+	at, err := g.Take(t.Context(), "s")
+	require.NoError(t, err)
+	require.Equal(t, clock.Add(heed.QuotaRecheck), at, "a recheck while the first is in flight")
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.NoError(t, g.Done(ended, "s", nil))
+	at, err = g.Take(t.Context(), "s")
+	require.NoError(t, err)
+	assert.Equal(t, reset, at, "nothing in flight: the reset")
 }

@@ -21,9 +21,14 @@ type step struct {
 	at    time.Duration // done: the reset; hold: the hold; sleep: until when
 	want  time.Duration // take, nb: the time answered; 0: the zero time
 	times int           // take: how many, all answered alike; 0: 1
+	soon  bool          // take: a recheck heed.QuotaRecheck after the call, not want
 }
 
 func take(want time.Duration, times int) step { return step{op: "take", want: want, times: times} }
+
+// recheck is a take refused while sends in flight may give sends back: it
+// is told to ask again heed.QuotaRecheck later, not at the reset.
+func recheck(times int) step { return step{op: "take", times: times, soon: true} }
 func done(left int64, reset time.Duration) step {
 	return step{op: "done", left: left, at: reset}
 }
@@ -88,11 +93,22 @@ var quotaSequences = []struct {
 	{"in flight when the quota comes", []step{
 		take(0, 3),
 		done(2, time.Minute), // two more in flight: 0 left
-		take(time.Minute, 1), nb(time.Minute),
+		recheck(1), nb(time.Minute),
 		done(1, time.Minute), // lower: 1 - 1 in flight
-		take(time.Minute, 1),
+		recheck(1),
 		done(-1, 0), // answered without a figure: no send comes back
 		take(time.Minute, 1),
+	}},
+	{"in-flight answers give sends back before the reset", []step{
+		take(0, 3),
+		done(2, time.Minute), // two more in flight: 0 left
+		recheck(2),
+		done(3, time.Minute), // served before: its send comes back
+		take(0, 1),
+		recheck(1), // one set against the figure is still in flight
+		done(2, time.Minute),
+		take(0, 1),
+		take(time.Minute, 1), nb(time.Minute), // none is: the reset
 	}},
 	{"answered before the quota was known", []step{
 		take(0, 2), done(-1, 0),
@@ -132,9 +148,17 @@ func TestQuotaMatchesMemGate(t *testing.T) {
 					switch st.op {
 					case "take":
 						for n := range max(st.times, 1) {
+							before := time.Now()
 							got, err := g.g.Take(ctx, "s")
 							require.NoError(t, err)
-							assert.True(t, at(st.want).Equal(got), "%s: %s: take %d: got %v", g.name, where, n, got)
+							if st.soon {
+								// Redis has the time in milliseconds.
+								early := before.Truncate(time.Millisecond).Add(heed.QuotaRecheck)
+								late := time.Now().Add(heed.QuotaRecheck)
+								assert.True(t, !got.Before(early) && !got.After(late), "%s: %s: take %d: got %v, want a recheck in [%v, %v]", g.name, where, n, got, early, late)
+							} else {
+								assert.True(t, at(st.want).Equal(got), "%s: %s: take %d: got %v", g.name, where, n, got)
+							}
 						}
 					case "done":
 						var q *heed.Quota

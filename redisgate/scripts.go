@@ -75,7 +75,10 @@ return u
 `)
 
 // takeScript admits one send and returns {0, its bucket}, or returns
-// {the time to ask again, -1}: heed's memGate.take.
+// {the time to ask again, -1}: heed's memGate.take. ARGV[4] is
+// heed.QuotaRecheck in milliseconds: while sends set against a spent quota
+// are unanswered, one of them may give its send back, and the refused send
+// asks again that soon rather than at the reset.
 var takeScript = redis.NewScript(prelude + `
 if u > now then
   return {u, -1}
@@ -85,6 +88,10 @@ if k == 1 and r <= now then
 end
 if k == 1 then
   if a <= 0 then
+    local rc = now + tonumber(ARGV[4])
+    if s > 0 and rc < r then
+      return {rc, -1}
+    end
     return {r, -1}
   end
   a = a - 1
