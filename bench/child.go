@@ -18,7 +18,8 @@ import (
 
 // childEnv names the environment variable that makes this program a child
 // process of a scenario rather than the bench itself: "upload" sends one
-// upload with one client, "serve" runs the overhead server.
+// upload with one client, "serve" runs the overhead server, "fleet" is a
+// worker of the fleet scenario (scenario_fleet_worker.go).
 const childEnv = "HEED_BENCH_CHILD"
 
 // runChild runs the child process named kind and returns its exit code.
@@ -28,6 +29,8 @@ func runChild(kind string) int {
 		return childUpload()
 	case "serve":
 		return childServe()
+	case "fleet":
+		return childFleet()
 	}
 	fmt.Fprintf(os.Stderr, "bench: unknown child %q\n", kind)
 	return 2

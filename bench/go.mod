@@ -9,11 +9,14 @@ require (
 	github.com/go-resty/resty/v2 v2.17.2
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/heed-go/heed v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.17.3
 	github.com/stretchr/testify v1.12.1
 )
 
 require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
