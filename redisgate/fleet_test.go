@@ -12,9 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,13 +24,17 @@ import (
 	"github.com/heed-go/heed"
 )
 
-// The fleet measurement: 4 worker processes, each with its own Transport,
-// send to one rate-limited loopback server, once sharing a redisgate and
-// once with private gates, and the server counts its 429s per success.
-// It runs with -fleet or HEED_FLEET=1, and with -short on small counts:
+// The fleet check: 4 worker processes, each with its own Transport, send
+// to one rate-limited loopback server, once sharing a redisgate and once
+// with private gates. Every call must end in a 2xx, and with a published
+// quota the shared gate must draw at least 4x fewer 429s per success.
+// The measurement with its table, and the figures of a run, are the bench
+// module's fleet scenario (../bench, `go run . -scenarios fleet`; see
+// FLEET.md); this is its pass/fail form in redisgate's own suite, which
+// CI runs with -short. It runs with -fleet or HEED_FLEET=1:
 //
 //	go test ./redisgate -run TestFleet -v -fleet
-var fleetFlag = flag.Bool("fleet", false, "run the fleet measurement (also HEED_FLEET=1)")
+var fleetFlag = flag.Bool("fleet", false, "run the fleet check (also HEED_FLEET=1)")
 
 // Environment of a worker process: the test binary run again.
 const (
@@ -225,7 +227,6 @@ func TestFleet(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, results[0].perSuccess(), 4*results[1].perSuccess(),
 		"a shared redisgate cuts 429s per success at least 4x against private gates")
-	writeFleetReport(t, "FLEET.md", results, quota, hints, procs, goroutines, requests, limit, latency)
 }
 
 // cut says how many times fewer 429s per success shared drew than private.
@@ -237,50 +238,4 @@ func cut(private, shared fleetRun) string {
 		return fmt.Sprintf("from %.3f to 0", private.perSuccess())
 	}
 	return fmt.Sprintf("%.1fx", private.perSuccess()/shared.perSuccess())
-}
-
-// writeFleetReport writes the figures to path, with the command and the
-// machine they ran on.
-func writeFleetReport(t *testing.T, path string, results []fleetRun, quota, hints string, procs, goroutines, requests, limit int, latency time.Duration) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Fleet: one Redis gate for many processes\n\n")
-	fmt.Fprintf(&b, "%d worker processes, each with its own heed Transport and %d goroutines, send %d requests each\n", procs, goroutines, requests)
-	fmt.Fprintf(&b, "(%d in all) to one loopback server with a fixed window of %d requests a second, which answers\n", procs*requests, limit)
-	fmt.Fprintf(&b, "429 at once with `Retry-After` (whole seconds to the window's end) and serves in %v.\n", latency)
-	fmt.Fprintf(&b, "Each run has its own server; the workers either share one `redisgate` or keep private gates.\n")
-	fmt.Fprintf(&b, "\"published quota\": every answer also carries `X-RateLimit-Remaining`/`X-RateLimit-Reset`.\n\n")
-	fmt.Fprintf(&b, "| run | wall time | served | 429s | 429s per success |\n|---|---|---|---|---|\n")
-	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %.2fs | %d | %d | %.3f |\n", r.name, r.took.Seconds(), r.served, r.refused, r.perSuccess())
-	}
-	fmt.Fprintf(&b, "\nThe shared redisgate cuts 429s per success %s with a published quota, %s with Retry-After only.\n\n", quota, hints)
-	fmt.Fprintf(&b, "With Retry-After alone, a process learns of the limit only from a 429, and the 429s come from\n")
-	fmt.Fprintf(&b, "sends already in flight when the window runs out (goroutines released together at a window's\n")
-	fmt.Fprintf(&b, "start are answered together), which no gate can call back: sharing the gate saves only each\n")
-	fmt.Fprintf(&b, "process's own discovery, at most one 429 per process per window, so it gains little here.\n")
-	fmt.Fprintf(&b, "A published quota lets the fleet stop before the window runs out, if the fleet counts its sends\n")
-	fmt.Fprintf(&b, "in one place: that is what the shared redisgate does. Private gates each set only their own sends\n")
-	fmt.Fprintf(&b, "against the figure the server publishes, so together they overshoot it.\n\n")
-	fmt.Fprintf(&b, "Command: `go test ./redisgate -run TestFleet -v -fleet` (needs redis-server on the PATH).\n\n")
-	fmt.Fprintf(&b, "Machine: %s\n", machine())
-	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
-}
-
-// machine returns the Go version, the number of CPUs, the CPU model and
-// the load average: other work on the machine shows in the wall times.
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	load := "unknown"
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
-	return fmt.Sprintf("%s %s/%s, nproc %d, %s; load average %s when written", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model, load)
 }
