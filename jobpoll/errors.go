@@ -15,8 +15,9 @@ var ErrNoTerminal = errors.New("jobpoll: Poller.Terminal is empty")
 
 // TimeoutError is returned by Poll, at once, when the wait before the next
 // check would pass the job's deadline (Poller.Deadline, or the context's
-// deadline if earlier). The job is not failed: it was still running at the
-// last check, and may be checked again from NextCheck on. Persist that.
+// deadline if earlier), or is longer than Poller.MaxWait. The job is not
+// failed: it was still running at the last check, and may be checked again
+// from NextCheck on. Persist that.
 //
 // A TimeoutError does not match heed.ErrDeferred: errors.Is(err,
 // heed.ErrDeferred) means that a *heed.DeferredError is in the chain, from
@@ -36,6 +37,9 @@ type TimeoutError struct {
 	// NextCheck is the earliest time the job should be checked again: the
 	// end of Wait. It is never earlier than the server asked.
 	NextCheck time.Time
+	// MaxWait is the Poller's MaxWait when Wait was longer than it, and 0
+	// when the deadline ended the poll.
+	MaxWait time.Duration
 }
 
 // Error describes the timeout.
@@ -43,7 +47,13 @@ func (e *TimeoutError) Error() string {
 	var b strings.Builder
 	b.WriteString("jobpoll: job ")
 	b.WriteString(e.JobID)
-	b.WriteString(" not finished within its deadline")
+	if e.MaxWait > 0 {
+		b.WriteString(" not finished, and its next check is more than ")
+		b.WriteString(e.MaxWait.String())
+		b.WriteString(" (MaxWait) away")
+	} else {
+		b.WriteString(" not finished within its deadline")
+	}
 	if e.LastState != "" {
 		b.WriteString(": state ")
 		b.WriteString(strconv.Quote(e.LastState))

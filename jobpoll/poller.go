@@ -22,6 +22,9 @@ const (
 	DefaultFirstBackoff = time.Second
 	// DefaultMaxBackoff is the most the default backoff doubles to.
 	DefaultMaxBackoff = 30 * time.Second
+	// DefaultMaxWait is the longest single wait Poll makes in process when
+	// Poller.MaxWait is 0.
+	DefaultMaxWait = time.Hour
 )
 
 var defaultBackoff = heed.EqualJitter(DefaultFirstBackoff, DefaultMaxBackoff)
@@ -47,6 +50,14 @@ type Poller struct {
 	// returns a *TimeoutError at once instead of waiting. Default: none
 	// (the context's deadline, if any, still counts).
 	Deadline time.Duration
+	// MaxWait is the longest single wait Poll makes in process: when the
+	// wait before the next check (a server hint, the backoff, or the time
+	// PollAt was given) is longer, Poll returns a *TimeoutError at once,
+	// with NextCheck at the end of that wait, to be persisted, rather than
+	// hold a goroutine for it. It guards against a status endpoint that
+	// hints a day, or a year. Default 1h (DefaultMaxWait); negative: no
+	// limit.
+	MaxWait time.Duration
 	// MinWait is the least wait after a server hint: a hint of 0, a past
 	// date or 200ms all become MinWait. It does not apply to Backoff.
 	// Default 1s.
@@ -95,6 +106,10 @@ func (p *Poller) PollAt(ctx context.Context, jobID string, c Checker, first time
 	if backoff == nil {
 		backoff = defaultBackoff
 	}
+	maxWait := p.MaxWait
+	if maxWait == 0 {
+		maxWait = DefaultMaxWait
+	}
 
 	start := time.Now()
 	end, bounded := ctx.Deadline()
@@ -111,8 +126,14 @@ func (p *Poller) PollAt(ctx context.Context, jobID string, c Checker, first time
 	for {
 		now := time.Now()
 		wait := max(next.Sub(now), 0)
-		if bounded && (checks > 0 || wait > 0) && now.Add(wait).Add(took).After(end) {
-			te := &TimeoutError{JobID: jobID, LastState: last.State, Checks: checks, Elapsed: now.Sub(start), Wait: wait, NextCheck: now.Add(wait)}
+		tooLong := maxWait > 0 && wait > maxWait
+		if tooLong || bounded && (checks > 0 || wait > 0) && now.Add(wait).Add(took).After(end) {
+			te := &TimeoutError{JobID: jobID, LastState: last.State, Checks: checks, Elapsed: now.Sub(start), Wait: wait, NextCheck: next}
+			if tooLong {
+				te.MaxWait = maxWait
+			} else if wait == 0 {
+				te.NextCheck = now
+			}
 			log.Warn("poll timeout", zap.String("op", "poll timeout"), zap.String("job", jobID),
 				zap.Int("check", checks), zap.String("state", last.State), zap.Duration("wait", wait),
 				zap.String("source", source), zap.Time("next_check", te.NextCheck), zap.Duration("elapsed", te.Elapsed))

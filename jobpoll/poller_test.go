@@ -193,6 +193,92 @@ func TestPollDeadline(t *testing.T) {
 	}
 }
 
+// TestPollMaxWait asserts that a wait longer than MaxWait ends Poll at
+// once with a *TimeoutError carrying the time to come back, whatever the
+// wait came from, and that a negative MaxWait waits it out.
+func TestPollMaxWait(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		poller  jobpoll.Poller
+		first   time.Duration // PollAt's first, 0: Poll
+		answers []answer
+		checks  []time.Duration
+		// want: the TimeoutError's Wait, MaxWait and NextCheck offset;
+		// zero wantMax: no error.
+		wantWait, wantMax, wantNext time.Duration
+	}{
+		{
+			name:    "a two-hour hint past the default",
+			answers: []answer{hinted("running", "7200"), state("succeeded")},
+			checks:  seconds(0), wantWait: 2 * time.Hour, wantMax: time.Hour, wantNext: 2 * time.Hour,
+		},
+		{
+			name:    "an hour's hint fits the default",
+			answers: []answer{hinted("running", "3600"), state("succeeded")},
+			checks:  seconds(0, 3600),
+		},
+		{
+			name:    "backoff past MaxWait",
+			poller:  jobpoll.Poller{MaxWait: 10 * time.Second, Backoff: heed.Constant(30 * time.Second)},
+			answers: []answer{state("running"), state("succeeded")},
+			checks:  seconds(0), wantWait: 30 * time.Second, wantMax: 10 * time.Second, wantNext: 30 * time.Second,
+		},
+		{
+			name:    "hints within MaxWait, then one past it",
+			poller:  jobpoll.Poller{MaxWait: 10 * time.Second},
+			answers: []answer{hinted("running", "5"), hinted("running", "10"), hinted("running", "11"), state("succeeded")},
+			checks:  seconds(0, 5, 15), wantWait: 11 * time.Second, wantMax: 10 * time.Second, wantNext: 26 * time.Second,
+		},
+		{
+			name:    "PollAt's first time past MaxWait",
+			poller:  jobpoll.Poller{MaxWait: time.Minute},
+			first:   2 * time.Minute,
+			answers: []answer{state("succeeded")},
+			checks:  []time.Duration{}, wantWait: 2 * time.Minute, wantMax: time.Minute, wantNext: 2 * time.Minute,
+		},
+		{
+			name:    "negative: no limit",
+			poller:  jobpoll.Poller{MaxWait: -1},
+			answers: []answer{hinted("running", "86400"), state("succeeded")},
+			checks:  seconds(0, 86400),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := scripted(tc.answers...)
+				p := tc.poller
+				p.Terminal = terminal
+				start := time.Now()
+				var first time.Time
+				if tc.first > 0 {
+					first = start.Add(tc.first)
+				}
+				st, err := p.PollAt(t.Context(), "job-9", checker(rt, heed.Policy{MaxWait: -1}), first)
+				assert.Equal(t, tc.checks, rt.times(start))
+				if tc.wantMax == 0 {
+					require.NoError(t, err)
+					assert.Equal(t, "succeeded", st.State)
+					return
+				}
+				var te *jobpoll.TimeoutError
+				require.ErrorAs(t, err, &te)
+				var last time.Duration
+				if n := len(tc.checks); n > 0 {
+					last = tc.checks[n-1]
+				}
+				assert.Equal(t, last, time.Since(start), "returned at once, without waiting")
+				assert.Equal(t, tc.wantWait, te.Wait)
+				assert.Equal(t, tc.wantMax, te.MaxWait)
+				assert.Equal(t, start.Add(tc.wantNext), te.NextCheck)
+				assert.Contains(t, err.Error(), "(MaxWait) away")
+				at, ok := jobpoll.RetryAt(err)
+				assert.True(t, ok)
+				assert.Equal(t, te.NextCheck, at)
+			})
+		})
+	}
+}
+
 // TestPollAt asserts that the first check waits for its time, and that this
 // wait passes the deadline test too.
 func TestPollAt(t *testing.T) {
