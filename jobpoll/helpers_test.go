@@ -41,6 +41,7 @@ type statusRT struct {
 	answers []answer
 	at      []time.Time
 	reqs    []*http.Request
+	bodies  []string // of the requests that had one
 }
 
 func scripted(answers ...answer) *statusRT { return &statusRT{answers: answers} }
@@ -50,6 +51,10 @@ func (f *statusRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	defer f.mu.Unlock()
 	f.at = append(f.at, time.Now())
 	f.reqs = append(f.reqs, r)
+	if r.Body != nil {
+		b, _ := io.ReadAll(r.Body)
+		f.bodies = append(f.bodies, string(b))
+	}
 	a := f.answers[min(len(f.at), len(f.answers))-1]
 	h := http.Header{"Content-Type": {"application/json"}}
 	for k, v := range a.header {

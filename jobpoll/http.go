@@ -1,6 +1,7 @@
 package jobpoll
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -30,8 +31,8 @@ var defaultClient = &http.Client{Transport: heed.New(nil, heed.WithPolicy(heed.P
 	MaxElapsed: DefaultCheckElapsed,
 }))}
 
-// HTTPChecker checks a job with a GET of its status URL and reads the state
-// from a field of the JSON body. It is a Checker; the zero value of an
+// HTTPChecker checks a job with a request to its status URL (a GET unless
+// Method says otherwise) and reads the state from a field of the JSON body. It is a Checker; the zero value of an
 // optional field means the default given in its comment.
 type HTTPChecker struct {
 	// URL is the job's status URL. Required.
@@ -51,6 +52,16 @@ type HTTPChecker struct {
 	// MaxBody is the largest status body read, in bytes; a larger one is an
 	// error. Default 1 MiB.
 	MaxBody int64
+	// Method is the status request's method, for APIs that report a job's
+	// state in answer to a POST (a query or RPC-style endpoint). The
+	// client's Transport retries it as it would any request of that
+	// method: a POST whose response was lost is sent again only when the
+	// request is replay-safe, for instance when Header carries the key
+	// named by the policy's KeyHeader. Default GET.
+	Method string
+	// Body is sent, whole, with every status request; Content-Type
+	// defaults to application/json when Body is set. Default: none.
+	Body []byte
 }
 
 // Check sends one status request and returns the state found at Field,
@@ -63,7 +74,15 @@ func (h *HTTPChecker) Check(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL, nil)
+	method := h.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	var reqBody io.Reader
+	if h.Body != nil {
+		reqBody = bytes.NewReader(h.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, h.URL, reqBody)
 	if err != nil {
 		return Status{}, fmt.Errorf("jobpoll: status request: %w", err)
 	}
@@ -72,6 +91,9 @@ func (h *HTTPChecker) Check(ctx context.Context) (Status, error) {
 	}
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")
+	}
+	if h.Body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	client := h.Client
 	if client == nil {

@@ -500,6 +500,19 @@ func TestHTTPCheckerRequest(t *testing.T) {
 		assert.Equal(t, "application/json", r.Header.Get("Accept"))
 		assert.Equal(t, []string{"Bearer sk_test"}, c.Header["Authorization"], "the checker's header is not changed")
 
+		assert.Empty(t, rt.bodies, "a GET has no body")
+
+		c.Method, c.Body = http.MethodPost, []byte(`{"job":"j-1"}`)
+		_, err = c.Check(t.Context())
+		require.NoError(t, err)
+		require.Len(t, rt.reqs, 2)
+		assert.Equal(t, http.MethodPost, rt.reqs[1].Method)
+		assert.Equal(t, "application/json", rt.reqs[1].Header.Get("Content-Type"))
+		_, err = c.Check(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, []string{`{"job":"j-1"}`, `{"job":"j-1"}`}, rt.bodies, "the whole body with every check")
+		c.Method, c.Body = "", nil
+
 		c.Field = "status."
 		_, err = c.Check(t.Context())
 		require.ErrorContains(t, err, "trailing '.'")
