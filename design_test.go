@@ -56,8 +56,9 @@ var (
 	_ error                            = (*heed.DeferredError)(nil)
 	_ error                            = heed.ErrDeferred
 
-	_ func() heed.Gate = heed.NewGate
-	_ heed.Gate        = designPlainGate{}
+	_ func(...heed.GateOption) heed.Gate = heed.NewGate
+	_ func(bool) heed.GateOption         = heed.WithInferredQuota
+	_ heed.Gate                          = designPlainGate{}
 )
 
 type designField struct {

@@ -38,9 +38,11 @@ type QuotaGate interface {
 	// NotBefore still answers the reset.
 	Take(ctx context.Context, scope string) (time.Time, error)
 	// Done records that a send that Take admitted was answered, and the
-	// quota its response published, if q is not nil. A send whose
-	// request's context ended is answered too: ctx may be done already.
-	Done(ctx context.Context, scope string, q *Quota) error
+	// quota its response published, if q is not nil. served says the
+	// server served it: a response came that was not throttled (see
+	// WithInferredQuota, which counts these). A send whose request's
+	// context ended is answered too: ctx may be done already.
+	Done(ctx context.Context, scope string, q *Quota, served bool) error
 }
 
 // QuotaRecheck is how soon a send that a spent quota refused asks again
@@ -69,13 +71,29 @@ type Quota struct {
 
 // NewGate returns a Gate kept in memory, which is also a QuotaGate. Pass one
 // to several Transports with WithGate to share it between them.
-func NewGate() Gate {
-	return &memGate{scopes: make(map[string]*scopeState)}
+func NewGate(opts ...GateOption) Gate {
+	g := &memGate{scopes: make(map[string]*scopeState)}
+	for _, o := range opts {
+		if o != nil {
+			o.applyGate(g)
+		}
+	}
+	return g
 }
+
+// GateOption configures a gate made by NewGate.
+type GateOption interface {
+	applyGate(*memGate)
+}
+
+type gateOptionFunc func(*memGate)
+
+func (f gateOptionFunc) applyGate(g *memGate) { f(g) }
 
 type memGate struct {
 	mu     sync.Mutex
 	scopes map[string]*scopeState
+	infer  bool // learn window capacities (WithInferredQuota)
 }
 
 // scopeState is what the gate knows of one scope.
@@ -87,11 +105,28 @@ type scopeState struct {
 	reset    time.Time
 	minR     int64 // the lowest remaining published in this window
 	atSnap   int64 // sends in flight when minR was published, not yet answered
+
+	// The inferred quota (WithInferredQuota).
+	ep       int64         // the current episode's number
+	epStart  time.Time     // its reopen; zero: no episode is measured
+	epTaken  int64         // sends admitted in it
+	epIn     int64         // of those, in flight
+	epServed int64         // of those, answered and served
+	lastS    int64         // the last measured episode's served sends; 0: none
+	lastP    time.Duration // the time from its reopen to the next
+	capacity int64         // the learned window capacity S; 0: none
+	period   time.Duration // the learned window P
+	windows  int64         // predicted windows since S was learned
+	step     int64         // how many more than S a probe admits
 }
 
 // idle reports whether the state says nothing at now and can be forgotten.
+// An episode of the inferred quota is kept two periods (the last measured,
+// the learned, or a second, whichever is longest) from its start: a
+// throttle later than that would not agree with the last.
 func (s *scopeState) idle(now time.Time) bool {
-	return s.inflight == 0 && !s.until.After(now) && (!s.known || !s.reset.After(now))
+	return s.inflight == 0 && !s.until.After(now) && (!s.known || !s.reset.After(now)) &&
+		(s.epStart.IsZero() || !now.Before(s.epStart.Add(2*max(s.lastP, s.period, time.Second))))
 }
 
 func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) {
@@ -123,15 +158,21 @@ func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 }
 
 func (g *memGate) Take(_ context.Context, scope string) (time.Time, error) {
-	return g.take(scope, time.Now()), nil
+	nb, _ := g.take(scope, time.Now())
+	return nb, nil
 }
 
-func (g *memGate) take(scope string, now time.Time) time.Time {
+// take admits one send and returns the zero time and the episode it was
+// admitted in, or returns the time to ask again.
+func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
 	if s.until.After(now) {
-		return s.until
+		return s.until, 0
+	}
+	if g.infer {
+		s.advance(now)
 	}
 	if s.known && !s.reset.After(now) {
 		s.known = false // the quota's window is over
@@ -139,25 +180,49 @@ func (g *memGate) take(scope string, now time.Time) time.Time {
 	if s.known {
 		if s.avail <= 0 {
 			if s.atSnap > 0 && now.Add(QuotaRecheck).Before(s.reset) {
-				return now.Add(QuotaRecheck) // an answer may give a send back
+				return now.Add(QuotaRecheck), 0 // an answer may give a send back
 			}
-			return s.reset
+			return s.reset, 0
 		}
 		s.avail--
+	} else if g.infer && s.capacity > 0 {
+		limit := s.capacity
+		if s.probing() {
+			limit += s.step
+		}
+		if s.epTaken >= limit {
+			return s.epStart.Add(s.period), 0
+		}
 	}
 	s.inflight++
-	return time.Time{}
+	s.epTaken++
+	s.epIn++
+	return time.Time{}, s.ep
 }
 
-func (g *memGate) Done(_ context.Context, scope string, q *Quota) error {
-	g.done(scope, q, time.Now())
+// Done records an answer. Which send it answers is not known: sends of
+// episodes before the current one are taken to answer first.
+func (g *memGate) Done(_ context.Context, scope string, q *Quota, served bool) error {
+	g.done(scope, q, served, -1, time.Now())
 	return nil
 }
 
-func (g *memGate) done(scope string, q *Quota, now time.Time) {
+// done records the answer to a send admitted in episode ep; -1: not known.
+func (g *memGate) done(scope string, q *Quota, served bool, ep int64, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
+	if ep < 0 && s.inflight > s.epIn {
+		ep = s.ep - 1 // an older send
+	} else if ep < 0 {
+		ep = s.ep
+	}
+	if ep == s.ep && s.epIn > 0 {
+		s.epIn--
+		if served {
+			s.epServed++
+		}
+	}
 	if s.inflight > 0 {
 		s.inflight--
 	}

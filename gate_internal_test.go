@@ -36,13 +36,13 @@ func TestMemGateQuotaCountsSendsInFlight(t *testing.T) {
 		}
 		// The server served them in order, leaving 9, 8, 7, 6 of 10; the
 		// answers arrive out of order.
-		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 7, Reset: reset}))
+		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 7, Reset: reset}, true))
 		assert.Equal(t, int64(7-3), g.scopes["s"].avail, "the three in flight may come after")
-		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 6, Reset: reset}))
+		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 6, Reset: reset}, true))
 		assert.Equal(t, int64(6-2), g.scopes["s"].avail)
-		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 9, Reset: reset}))
+		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 9, Reset: reset}, true))
 		assert.Equal(t, int64(5), g.scopes["s"].avail, "an older answer was counted already: its send comes back")
-		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 8, Reset: reset}))
+		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 8, Reset: reset}, true))
 		assert.Equal(t, int64(6), g.scopes["s"].avail, "exactly what the server has left")
 		for range 6 {
 			nb, _ := g.Take(ctx, "s")
@@ -84,9 +84,9 @@ func TestMemGateRechecksWhileSendsInFlight(t *testing.T) {
 					require.True(t, nb.IsZero())
 				}
 				reset := time.Now().Add(tt.reset)
-				require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 0, Reset: reset}))
+				require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 0, Reset: reset}, true))
 				for range tt.answers {
-					require.NoError(t, g.Done(ctx, "s", nil))
+					require.NoError(t, g.Done(ctx, "s", nil, true))
 				}
 				want := reset
 				if tt.recheck {
@@ -119,7 +119,7 @@ func TestMemGateGivenBackSendGoesBeforeTheReset(t *testing.T) {
 		}
 		// The server served the two in order, leaving 2 then 1; the second
 		// answers first, and the first is set against its figure.
-		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 1, Reset: reset}))
+		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 1, Reset: reset}, true))
 		admitted := make(chan time.Time, 1)
 		go func() {
 			for {
@@ -132,7 +132,7 @@ func TestMemGateGivenBackSendGoesBeforeTheReset(t *testing.T) {
 			}
 		}()
 		time.Sleep(3 * time.Millisecond)
-		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 2, Reset: reset}))
+		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 2, Reset: reset}, true))
 		assert.Equal(t, start.Add(QuotaRecheck), <-admitted, "admitted at the first recheck after the send came back")
 	})
 }

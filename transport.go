@@ -180,6 +180,7 @@ type roundTrip struct {
 	body     replay
 	newKey   string // a key heed adds to every attempt, if any
 	taken    bool   // a QuotaGate admitted the current send: tell it when done
+	episode  int64  // the episode heed's own gate admitted it in
 	urlText  string // the request URL redacted, once needed
 
 	// the last attempt
@@ -212,7 +213,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 		out, err := rt.request(attempt)
 		if err != nil {
-			rt.done(nil, sent)
+			rt.done(nil, sent, false)
 			return nil, err
 		}
 		rt.limiter.sent(sent)
@@ -220,13 +221,13 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		// The clock is read again only when a decision needs it: a
 		// delivered response that publishes no quota does without.
 		now = time.Time{}
-		rt.done(resp, sent)
 		rt.err = err
 		rt.status = 0
 		if resp != nil {
 			rt.status = resp.StatusCode
 		}
 		v := p.classify(out, resp, err)
+		rt.done(resp, sent, resp != nil && v.Class != Throttled)
 
 		d := decision{route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, status: rt.status, verdict: v, err: err}
 		if rt.t.observe != nil {
@@ -330,10 +331,10 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 			nb, err = rt.t.gate.NotBefore(rt.ctx, rt.scope)
 			now = time.Now()
 			if err == nil && !nb.After(now) {
-				nb = rt.t.mem.take(rt.scope, now)
+				nb, rt.episode = rt.t.mem.take(rt.scope, now)
 			}
 		case rt.t.mem != nil:
-			nb = rt.t.mem.take(rt.scope, now)
+			nb, rt.episode = rt.t.mem.take(rt.scope, now)
 		default:
 			nb, err = rt.t.quotas.Take(rt.ctx, rt.scope)
 			now = time.Now()
@@ -408,12 +409,13 @@ func (rt *roundTrip) waitToSend(attempt int, now time.Time, base, wait time.Dura
 const maxGateSpread = 20 * time.Millisecond
 
 // done tells a QuotaGate that the send it admitted was answered, with the
-// quota the response published. A response served by a cache (one with an
-// Age header) publishes nothing, as the RateLimit fields draft says.
+// quota the response published, and whether it was served (answered, not
+// throttled). A response served by a cache (one with an Age header)
+// publishes nothing, as the RateLimit fields draft says.
 //
 // now is the time the send went, which serves when the response publishes
 // nothing; the clock is read when it does.
-func (rt *roundTrip) done(resp *http.Response, now time.Time) {
+func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
 	if !rt.taken {
 		return
 	}
@@ -426,10 +428,10 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time) {
 		}
 	}
 	if rt.t.mem != nil {
-		rt.t.mem.done(rt.scope, q, now)
+		rt.t.mem.done(rt.scope, q, served, rt.episode, now)
 		return
 	}
-	if err := rt.t.quotas.Done(rt.ctx, rt.scope, q); err != nil {
+	if err := rt.t.quotas.Done(rt.ctx, rt.scope, q, served); err != nil {
 		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
 }

@@ -19,8 +19,9 @@
 // them) to within the precision that matters for the limit; a hold's time
 // is rounded up to the next millisecond, so that no wait is shortened. The
 // hash expires, by a relative PEXPIRE, one second after the last time it
-// still needs passes: its hold, its quota's reset, and the lifetime of the
-// sends it counts in flight.
+// still needs passes: its hold, its quota's reset, the lifetime of the
+// sends it counts in flight, and two periods (at least two seconds) past
+// the start of the episode the inferred quota measures.
 //
 // # Sends in flight
 //
@@ -31,6 +32,17 @@
 // stops counting between t+d and t+2d, answered or not. A send that takes
 // longer than d may stop counting before it is answered; its quota is then
 // counted when its answer arrives, as any answer is.
+//
+// # Inferred quota
+//
+// The gate learns the window of a server that publishes no quota, as
+// heed.NewGate can (see heed.WithInferredQuota): a scope throttled window
+// after window, with the same number of sends served each time, is then
+// held to that number a window, fleet-wide, which spares the fleet the
+// 429s of the sends in flight when a window runs out. It counts a send
+// served when the Transport says so (heed.QuotaGate's Done), in the
+// episode its process admitted it in. WithInferredQuota(false) turns it
+// off; gates sharing a prefix should agree on it.
 //
 // # Failing open
 //

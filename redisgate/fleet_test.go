@@ -227,6 +227,8 @@ func TestFleet(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, results[0].perSuccess(), 4*results[1].perSuccess(),
 		"a shared redisgate cuts 429s per success at least 4x against private gates")
+	assert.GreaterOrEqual(t, results[2].perSuccess(), 4*results[3].perSuccess(),
+		"with Retry-After only too, once the shared gate has learned the window")
 }
 
 // cut says how many times fewer 429s per success shared drew than private.

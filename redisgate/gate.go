@@ -36,6 +36,7 @@ func New(client redis.UniversalClient, opts ...Option) heed.Gate {
 		now:      time.Now,
 		bounded:  honoursContext(client),
 		inFlight: newTakes(),
+		infer:    true,
 	}
 	g.warn.log = zap.NewNop()
 	for _, o := range opts {
@@ -52,6 +53,7 @@ type gate struct {
 	prefix   string
 	timeout  time.Duration
 	life     time.Duration // least time a send counts in flight
+	infer    bool          // infer quotas (WithInferredQuota)
 	margin   time.Duration
 	now      func() time.Time // the wall clock; tests set another
 	bounded  bool             // client's calls end at the context's deadline
@@ -104,36 +106,49 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 	now := g.now()
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
-		return takeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), heed.QuotaRecheck.Milliseconds())...).Int64Slice()
+		return takeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), heed.QuotaRecheck.Milliseconds(), g.inferArg(), heed.InferProbe)...).Int64Slice()
 	})
 	if err != nil {
 		return time.Time{}, err
 	}
-	if len(res) != 2 {
+	if len(res) != 3 {
 		return time.Time{}, fmt.Errorf("redisgate: take %q: unexpected reply %v", scope, res)
 	}
 	if res[0] > 0 {
 		return time.UnixMilli(res[0]), nil
 	}
-	g.inFlight.add(scope, res[1])
+	g.inFlight.add(scope, res[1], res[2])
 	return time.Time{}, nil
 }
 
+// inferArg tells the take script whether to infer quotas.
+func (g *gate) inferArg() int {
+	if g.infer {
+		return 1
+	}
+	return 0
+}
+
 // Done records that a send Take admitted was answered, with the quota its
-// response published, if q is not nil. It does so even when ctx has ended,
+// response published, if q is not nil, and whether it was served. Which of
+// this process's sends it answers is not known: the oldest is taken to.
+// It does so even when ctx has ended,
 // within the gate's timeout: a send whose caller gave up is answered all
 // the same, and until Redis hears of it, sends refused by a spent quota
 // would go on rechecking for it.
-func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota) error {
+func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota, served bool) error {
 	ctx = context.WithoutCancel(ctx)
 	now := g.now()
-	bucket := g.inFlight.remove(scope)
-	var has, remaining, reset int64
+	bucket, episode := g.inFlight.remove(scope)
+	var has, remaining, reset, ok int64
 	if q != nil {
 		has, remaining, reset = 1, q.Remaining, upMilli(q.Reset)
 	}
+	if served {
+		ok = 1
+	}
 	_, err := call(g, ctx, "done", scope, func(ctx context.Context) (int64, error) {
-		return doneScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), bucket, has, remaining, reset)...).Int64()
+		return doneScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), bucket, has, remaining, reset, episode, ok)...).Int64()
 	})
 	return err
 }

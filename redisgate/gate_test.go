@@ -120,13 +120,26 @@ func TestHoldExpires(t *testing.T) {
 	at, err := g.Take(ctx, "s")
 	require.NoError(t, err)
 	assert.True(t, at.IsZero())
-	require.NoError(t, g.Done(ctx, "s", nil))
+	require.NoError(t, g.Done(ctx, "s", nil, true))
 
-	// With no hold, no quota and nothing in flight, the key goes away at
-	// once.
-	n, err := g.client.Exists(ctx, "heed:gate:s").Result()
+	// With no hold, no quota and nothing in flight, the key stays only
+	// for the inferred quota: the episode that began at the hold's end is
+	// measured for two seconds.
+	ttl, err := g.client.PTTL(ctx, "heed:gate:s").Result()
+	require.NoError(t, err)
+	assert.InDelta(t, time.Until(later.Add(2*time.Second+g.margin)).Seconds(), ttl.Seconds(), 0.05)
+	off := newGate(t, s, WithInferredQuota(false), WithPrefix("off:"))
+	require.NoError(t, off.Hold(ctx, "s", time.Now().Add(20*time.Millisecond)))
+	time.Sleep(30 * time.Millisecond)
+	at, err = off.Take(ctx, "s")
+	require.NoError(t, err)
+	assert.True(t, at.IsZero())
+	require.NoError(t, off.Done(ctx, "s", nil, true))
+	// Without it, the key goes away at once.
+	n, err := g.client.Exists(ctx, "off:s").Result()
 	require.NoError(t, err)
 	assert.Zero(t, n)
+	require.NoError(t, g.client.Del(ctx, "heed:gate:s").Err())
 
 	// Left alone, a key expires at the margin after its hold.
 	until = time.Now().Add(500 * time.Millisecond)
@@ -182,7 +195,7 @@ func TestTwoGatesShareAScope(t *testing.T) {
 	at, err = b.Take(ctx, "q")
 	require.NoError(t, err)
 	require.True(t, at.IsZero())
-	require.NoError(t, b.Done(ctx, "q", &heed.Quota{Remaining: 1, Reset: reset}))
+	require.NoError(t, b.Done(ctx, "q", &heed.Quota{Remaining: 1, Reset: reset}, true))
 	at, err = a.Take(ctx, "q")
 	require.NoError(t, err)
 	assert.True(t, at.IsZero(), "a takes the last send b learned of")
@@ -203,7 +216,7 @@ func TestScopeKeyExpiresWithItsQuotaAndSends(t *testing.T) {
 	assert.Greater(t, ttl, 10*time.Second, "a send in flight counts at least the lifetime")
 	assert.LessOrEqual(t, ttl, 20*time.Second+expiryMargin+2*time.Millisecond, "and less than two")
 
-	require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 5, Reset: time.Now().Add(time.Hour)}))
+	require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 5, Reset: time.Now().Add(time.Hour)}, true))
 	ttl, err = g.client.PTTL(ctx, "heed:gate:s").Result()
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 59*time.Minute, "the quota lives to its reset")
@@ -296,7 +309,7 @@ func TestRecheckNoLaterThanTheReset(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g, clock := clockedGate(t, s, 2)
 			reset := clock.Add(tt.reset)
-			require.NoError(t, g.Done(t.Context(), "s", &heed.Quota{Remaining: 0, Reset: reset}))
+			require.NoError(t, g.Done(t.Context(), "s", &heed.Quota{Remaining: 0, Reset: reset}, true))
 			want := reset
 			if tt.recheck {
 				want = clock.Add(heed.QuotaRecheck)
@@ -316,13 +329,13 @@ func TestDoneAfterTheContextEnded(t *testing.T) {
 	g, clock := clockedGate(t, s, 2)
 	reset := clock.Add(time.Second)
 	// The second answers first, leaving nothing; the first is in flight.
-	require.NoError(t, g.Done(t.Context(), "s", &heed.Quota{Remaining: 0, Reset: reset}))
+	require.NoError(t, g.Done(t.Context(), "s", &heed.Quota{Remaining: 0, Reset: reset}, true))
 	at, err := g.Take(t.Context(), "s")
 	require.NoError(t, err)
 	require.Equal(t, clock.Add(heed.QuotaRecheck), at, "a recheck while the first is in flight")
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
-	require.NoError(t, g.Done(ended, "s", nil))
+	require.NoError(t, g.Done(ended, "s", nil, true))
 	at, err = g.Take(t.Context(), "s")
 	require.NoError(t, err)
 	assert.Equal(t, reset, at, "nothing in flight: the reset")

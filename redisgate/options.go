@@ -67,3 +67,15 @@ func WithMaxInFlight(d time.Duration) Option {
 		g.life = ceilMilli(d)
 	})
 }
+
+// WithInferredQuota turns the inferred quota on or off, as
+// heed.WithInferredQuota does for heed.NewGate: a scope throttled window
+// after window, with the same number of sends served each time, is held
+// to that number a window. Default: on, unlike heed.NewGate's, since a
+// gate the fleet shares sees the fleet's traffic; turn it off when other
+// clients, outside the gate, spend the same quota. Gates sharing a prefix
+// should agree: a gate with it off neither learns nor obeys a learned
+// capacity.
+func WithInferredQuota(on bool) Option {
+	return optionFunc(func(g *gate) { g.infer = on })
+}

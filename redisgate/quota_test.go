@@ -22,6 +22,8 @@ type step struct {
 	want  time.Duration // take, nb: the time answered; 0: the zero time
 	times int           // take: how many, all answered alike; 0: 1
 	soon  bool          // take: a recheck heed.QuotaRecheck after the call, not want
+	// done: the send was throttled, not served
+	throttled bool
 }
 
 func take(want time.Duration, times int) step { return step{op: "take", want: want, times: times} }
@@ -33,6 +35,35 @@ func done(left int64, reset time.Duration) step {
 	return step{op: "done", left: left, at: reset}
 }
 func hold(until time.Duration) step { return step{op: "hold", at: until} }
+
+// refused is the answer of a throttled send, which then holds the scope
+// until the hint's end.
+func refused(until time.Duration) []step {
+	return []step{{op: "done", left: -1, throttled: true}, hold(until)}
+}
+
+// served is n answers of sends served.
+func served(n int) []step {
+	s := make([]step, n)
+	for i := range s {
+		s[i] = done(-1, 0)
+	}
+	return s
+}
+
+// steps joins steps and runs of steps.
+func steps(parts ...any) []step {
+	var all []step
+	for _, p := range parts {
+		switch p := p.(type) {
+		case step:
+			all = append(all, p)
+		case []step:
+			all = append(all, p...)
+		}
+	}
+	return all
+}
 func nb(want time.Duration) step    { return step{op: "nb", want: want} }
 func sleepTo(at time.Duration) step { return step{op: "sleep", at: at} }
 
@@ -110,6 +141,24 @@ var quotaSequences = []struct {
 		take(0, 1),
 		take(time.Minute, 1), nb(time.Minute), // none is: the reset
 	}},
+	{"inferred quota: learned, capped, predicted, forgotten", steps(
+		// Throttled windows of a server that serves 2 a window: the
+		// first episode runs from the first send, the second from the
+		// first reopen, and they agree.
+		take(0, 3), served(2), refused(1010*time.Millisecond),
+		sleepTo(1010*time.Millisecond),
+		take(0, 3), served(2), refused(2020*time.Millisecond),
+		sleepTo(2020*time.Millisecond),
+		// S is 2 and P 1010ms: the third waits for the predicted window.
+		take(0, 2), take(3030*time.Millisecond, 1),
+		served(2),
+		sleepTo(3030*time.Millisecond),
+		take(0, 2), take(4040*time.Millisecond, 1),
+		// This window serves one only: a 429 below S forgets S.
+		served(1), refused(4500*time.Millisecond),
+		sleepTo(4500*time.Millisecond),
+		take(0, 3),
+	)},
 	{"answered before the quota was known", []step{
 		take(0, 2), done(-1, 0),
 		done(3, time.Minute), // nothing in flight: 3
@@ -127,7 +176,7 @@ func TestQuotaMatchesMemGate(t *testing.T) {
 				name string
 				g    heed.QuotaGate
 			}{
-				{"memGate", heed.NewGate().(heed.QuotaGate)},
+				{"memGate", heed.NewGate(heed.WithInferredQuota(true)).(heed.QuotaGate)},
 				{"redisgate", newGate(t, s, WithPrefix(t.Name()+":"))},
 			}
 			start := time.Now().Truncate(time.Millisecond)
@@ -165,7 +214,7 @@ func TestQuotaMatchesMemGate(t *testing.T) {
 						if st.left >= 0 {
 							q = &heed.Quota{Remaining: st.left, Reset: start.Add(st.at)}
 						}
-						require.NoError(t, g.g.Done(ctx, "s", q))
+						require.NoError(t, g.g.Done(ctx, "s", q, !st.throttled))
 					case "hold":
 						require.NoError(t, g.g.Hold(ctx, "s", start.Add(st.at)))
 					case "nb":
@@ -209,7 +258,7 @@ func TestSendsInFlightAge(t *testing.T) {
 		at, err := g.Take(ctx, "s")
 		require.NoError(t, err)
 		require.True(t, at.IsZero())
-		require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 10, Reset: clock.Add(time.Second)}))
+		require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 10, Reset: clock.Add(time.Second)}, true))
 		n := 0
 		for {
 			at, err := g.Take(ctx, "s")
@@ -220,7 +269,7 @@ func TestSendsInFlightAge(t *testing.T) {
 			n++
 		}
 		for range n {
-			require.NoError(t, g.Done(ctx, "s", nil))
+			require.NoError(t, g.Done(ctx, "s", nil, true))
 		}
 		require.NoError(t, g.client.HSet(ctx, "heed:gate:s", "k", 0).Err())
 		return n
@@ -253,7 +302,7 @@ func TestConcurrentTakesSpendTheQuotaOnce(t *testing.T) {
 	at, err := gates[0].Take(ctx, "s")
 	require.NoError(t, err)
 	require.True(t, at.IsZero())
-	require.NoError(t, gates[0].Done(ctx, "s", &heed.Quota{Remaining: 50, Reset: reset}))
+	require.NoError(t, gates[0].Done(ctx, "s", &heed.Quota{Remaining: 50, Reset: reset}, true))
 
 	var admitted atomic.Int64
 	var wg sync.WaitGroup

@@ -138,7 +138,7 @@ var gateOps = []struct {
 	}},
 	{"Take", func(ctx context.Context, g heed.QuotaGate) error { _, err := g.Take(ctx, "s"); return err }},
 	{"Done", func(ctx context.Context, g heed.QuotaGate) error {
-		return g.Done(ctx, "s", &heed.Quota{Remaining: 1, Reset: time.Now().Add(time.Second)})
+		return g.Done(ctx, "s", &heed.Quota{Remaining: 1, Reset: time.Now().Add(time.Second)}, true)
 	}},
 }
 

@@ -1,0 +1,123 @@
+package heed
+
+import "time"
+
+// WithInferredQuota turns the inferred quota on or off. It is off by
+// default for NewGate, and on by default for redisgate (see below).
+//
+// A server that publishes no quota and answers 429 with a Retry-After to
+// its window's end tells a client of its limit only by refusing sends, and
+// the sends already in flight when the window runs out are all refused: a
+// shared gate can at best spare each process its own discovery, about one
+// 429 per window. The inferred quota learns the window instead. An episode
+// runs from a hold's end (a reopen) to the next throttle; when two
+// consecutive episodes served the same number S of sends and their reopens
+// came the same period P apart (within 5 %, and P at least a second:
+// shorter hints are the adaptive limiter's), the gate admits at most S
+// sends from each reopen and holds the rest until reopen + P, as if the
+// server had published Remaining S and Reset reopen + P. A send counts in
+// S when its answer is served (Done's served) and it was admitted in the
+// episode, whenever the answer comes before the next reopen.
+//
+// It only ever holds sends longer than the server asked, never shorter:
+// the scope's holds come first. It applies only while the scope is
+// saturated: a predicted window that does not use its S sends, or a scope
+// idle for a whole window, forgets it. A throttle in a predicted window
+// that served fewer than S sends (the window moved, or the capacity fell)
+// forgets S and learns again; a throttle after S sends keeps S (what the
+// window served) and takes the new hold's end as the next reopen. Every
+// 8th predicted window (InferProbe) is a probe: it admits S+1 sends, and
+// when it serves them, S rises to what it served and the next window
+// probes S+2, then S+4, and so on until a probe draws a 429. So a
+// capacity that grows, or the share of other clients that stop, is found
+// within some 8 + log2(growth) windows, at the cost of a 429 or a few
+// every 8 windows. It never applies while a published quota is known.
+//
+// A gate that sees only a share of the traffic that spends the server's
+// quota learns that share, and when the rest of the traffic stops, holds
+// to the share until its probes find the room again. A gate kept in
+// memory sees one process: when several processes, each with its own
+// gate, call one API key, their shares vary from window to window, and
+// when two agree by chance the process is held to it (in a simulated
+// fleet of 4 processes with private gates, the last finished in 16.2 s
+// instead of 14.2 s). So
+// NewGate leaves it off, and a process that alone spends its quota turns
+// it on. redisgate, which a fleet shares so that it sees the fleet's
+// traffic, has it on. Only a gate that sees the scope's holds learns: a
+// Transport with a plain Gate of its own counts published quotas in
+// process but infers none.
+func WithInferredQuota(on bool) GateOption {
+	return gateOptionFunc(func(g *memGate) { g.infer = on })
+}
+
+// InferProbe is how often a learned window capacity S is probed: every
+// InferProbe-th predicted window admits one more send than S, and while
+// probes are served, the next window probes again, twice as far.
+const InferProbe = 8
+
+// newEpisode starts an episode at start, the zero time for none.
+func (s *scopeState) newEpisode(start time.Time) {
+	s.ep++
+	s.epStart, s.epTaken, s.epIn, s.epServed = start, 0, 0, 0
+	if s.capacity > 0 {
+		s.windows++
+	}
+}
+
+// probing reports whether the current window is a probe, which admits S
+// and step more sends.
+func (s *scopeState) probing() bool {
+	return s.windows%InferProbe == 0
+}
+
+// advance ends the current episode when a hold has ended since it began
+// (a throttle ended it), or, with a learned capacity, when its predicted
+// window is over; and starts one at now when there is none. until <= now.
+func (s *scopeState) advance(now time.Time) {
+	switch {
+	case s.until.After(s.epStart):
+		served, p := s.epServed, s.until.Sub(s.epStart)
+		switch {
+		case s.epStart.IsZero():
+			s.lastS, s.lastP = 0, 0
+		case s.capacity > 0 && served >= s.capacity:
+			// Throttled after S served: a probe refused, or a send from
+			// elsewhere. The window served what it served; the hold's end
+			// is the next reopen.
+			s.capacity, s.step = served, 1
+		case s.capacity > 0:
+			s.capacity = 0 // the window moved or shrank: learn again
+			s.lastS, s.lastP = served, p
+		default:
+			if agree(s.lastS, s.lastP, served, p) {
+				s.capacity, s.period, s.windows, s.step = served, max(p, s.lastP), 0, 1
+			}
+			s.lastS, s.lastP = served, p
+		}
+		s.newEpisode(s.until)
+	case s.capacity > 0 && !now.Before(s.epStart.Add(s.period)):
+		end := s.epStart.Add(s.period)
+		if s.epTaken < s.capacity || !now.Before(end.Add(s.period)) {
+			// Not saturated: forget.
+			s.capacity, s.lastS, s.lastP = 0, 0, 0
+			s.newEpisode(now)
+			return
+		}
+		if s.probing() && s.epServed > s.capacity {
+			// The probe was served: probe again, twice as far.
+			s.capacity, s.step, s.windows = s.epServed, 2*s.step, InferProbe-1
+		}
+		s.newEpisode(end)
+	case s.epStart.IsZero():
+		// A scope's first episode runs from its first send.
+		s.epStart = now
+	}
+}
+
+// agree reports whether two consecutive episodes, each served sends over
+// a period, show one window: the same sends, periods of a second or more
+// within 5 % of each other.
+func agree(s1 int64, p1 time.Duration, s2 int64, p2 time.Duration) bool {
+	return s1 > 0 && s1 == s2 && p1 >= time.Second && p2 >= time.Second &&
+		20*(max(p1, p2)-min(p1, p2)) <= min(p1, p2)
+}

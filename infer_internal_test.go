@@ -1,0 +1,296 @@
+package heed
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// burst takes n sends of scope now, all of which the gate must admit, and
+// returns their episodes.
+func burst(t *testing.T, g *memGate, n int) []int64 {
+	t.Helper()
+	eps := make([]int64, n)
+	for i := range eps {
+		nb, ep := g.take("s", time.Now())
+		require.True(t, nb.IsZero(), "send %d of %d admitted", i+1, n)
+		eps[i] = ep
+	}
+	return eps
+}
+
+// answer answers the sends of eps: the first served are served, the rest
+// throttled, each with a hold of hint from now, as a Transport does.
+func answer(t *testing.T, g *memGate, eps []int64, served int, hint time.Duration) {
+	t.Helper()
+	for i, ep := range eps {
+		now := time.Now()
+		g.done("s", nil, i < served, ep, now)
+		if i >= served {
+			require.NoError(t, g.Hold(t.Context(), "s", now.Add(hint)))
+		}
+	}
+}
+
+// throttledWindow is one window of a fixed-window server of capacity
+// served seen by a herd: n sends go at once, served are served, and the
+// rest are throttled 10ms later with a hint of a second, after which the
+// test sleeps until the hold's end, the next reopen.
+func throttledWindow(t *testing.T, g *memGate, n, served int) {
+	t.Helper()
+	eps := burst(t, g, n)
+	time.Sleep(10 * time.Millisecond)
+	answer(t, g, eps, served, time.Second)
+	sleepToHold(t, g)
+}
+
+func sleepToHold(t *testing.T, g *memGate) {
+	t.Helper()
+	nb, err := g.NotBefore(t.Context(), "s")
+	require.NoError(t, err)
+	time.Sleep(time.Until(nb))
+}
+
+// capped takes sends until the gate refuses one and returns how many it
+// admitted, and the time it refused until.
+func capped(g *memGate, most int) (int, time.Time) {
+	for n := range most {
+		if nb, _ := g.take("s", time.Now()); !nb.IsZero() {
+			return n, nb
+		}
+	}
+	return most, time.Time{}
+}
+
+// serveAll answers n sends of the current episode, served.
+func serveAll(g *memGate, n int) {
+	for range n {
+		g.done("s", nil, true, g.scopes["s"].ep, time.Now())
+	}
+}
+
+// learn runs the two throttled windows that teach g a capacity of 40: the
+// first episode runs from the first send, the second from the first
+// window's reopen, and they agree. It returns the last reopen.
+func learn(t *testing.T, g *memGate) time.Time {
+	t.Helper()
+	for range 2 {
+		throttledWindow(t, g, 45, 40)
+	}
+	return time.Now()
+}
+
+func TestInferredQuotaLearnsAfterTwoStableEpisodes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		throttledWindow(t, g, 45, 40) // one episode: not enough
+		n, _ := capped(g, 45)
+		assert.Equal(t, 45, n, "one episode teaches nothing")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		reopen := learn(t, g)
+		n, until := capped(g, 45)
+		assert.Equal(t, 40, n, "at most S sends from the reopen")
+		s := g.scopes["s"]
+		assert.Equal(t, int64(40), s.capacity)
+		period := s.period
+		assert.Equal(t, time.Second+10*time.Millisecond, period, "reopens a hint after the throttle, 10ms after the last")
+		assert.Equal(t, reopen.Add(period), until, "the rest held until reopen + P")
+		nb, _ := g.take("s", until.Add(-time.Millisecond))
+		assert.Equal(t, until, nb, "still held just before")
+
+		time.Sleep(time.Until(until))
+		n, next := capped(g, 45)
+		assert.Equal(t, 40, n, "the next predicted window admits S again")
+		assert.Equal(t, until.Add(period), next)
+	})
+}
+
+func TestInferredQuotaCountsLateAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		for range 2 {
+			eps := burst(t, g, 45)
+			time.Sleep(10 * time.Millisecond)
+			// The throttled answers come first and hold the scope; the
+			// served ones of the same episode after: they count all the
+			// same.
+			answer(t, g, eps[40:], 0, time.Second)
+			time.Sleep(5 * time.Millisecond)
+			answer(t, g, eps[:40], 40, 0)
+			sleepToHold(t, g)
+		}
+		n, _ := capped(g, 45)
+		assert.Equal(t, 40, n, "the order of answers and holds does not bias S")
+	})
+}
+
+func TestInferredQuotaRelearnsOnThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		learn(t, g)
+		// The capacity fell to 30: a capped window is throttled after 30.
+		eps := burst(t, g, 40)
+		time.Sleep(10 * time.Millisecond)
+		answer(t, g, eps, 30, time.Second)
+		sleepToHold(t, g)
+		// S is forgotten at the reopen: the window admits all 45.
+		throttledWindow(t, g, 45, 30)
+		n, _ := capped(g, 45)
+		assert.Equal(t, 30, n, "two episodes of 30 agree: S is 30")
+	})
+}
+
+func TestInferredQuotaKeepsSWhenThrottledAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		learn(t, g)
+		// A window served its 40 and one more send, from elsewhere, drew
+		// a 429: S stands, and the hold's end is the next reopen.
+		eps := burst(t, g, 40)
+		time.Sleep(10 * time.Millisecond)
+		answer(t, g, eps, 40, 0)
+		require.NoError(t, g.Hold(t.Context(), "s", time.Now().Add(time.Second)))
+		sleepToHold(t, g)
+		reopen := time.Now()
+		n, until := capped(g, 45)
+		assert.Equal(t, 40, n)
+		assert.Equal(t, reopen.Add(g.scopes["s"].period), until)
+	})
+}
+
+func TestInferredQuotaProbeRaisesS(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		learn(t, g)
+		for w := 1; w <= InferProbe; w++ {
+			n, until := capped(g, 45)
+			want := 40
+			if w == InferProbe {
+				want = 41
+			}
+			require.Equal(t, want, n, "predicted window %d", w)
+			serveAll(g, n) // the server has room for 41
+			time.Sleep(time.Until(until))
+		}
+		n, _ := capped(g, 45)
+		assert.Equal(t, 41+2, n, "the probe was served: S is 41, and the next window probes twice as far")
+		assert.Equal(t, int64(41), g.scopes["s"].capacity)
+		// The server has room for 42: the 43rd is throttled.
+		time.Sleep(10 * time.Millisecond)
+		serveAll(g, 42)
+		require.NoError(t, g.Hold(t.Context(), "s", time.Now().Add(time.Second)))
+		sleepToHold(t, g)
+		n, _ = capped(g, 45)
+		assert.Equal(t, 42, n, "S is what the window served, and the probes stop")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		learn(t, g)
+		for w := 1; w < InferProbe; w++ {
+			n, until := capped(g, 45)
+			require.Equal(t, 40, n)
+			serveAll(g, n)
+			time.Sleep(time.Until(until))
+		}
+		// The probe is refused: S stands.
+		eps := burst(t, g, 41)
+		time.Sleep(10 * time.Millisecond)
+		answer(t, g, eps, 40, time.Second)
+		sleepToHold(t, g)
+		n, _ := capped(g, 45)
+		assert.Equal(t, 40, n, "the probe was refused: S stands")
+	})
+}
+
+func TestInferredQuotaNeverBeforeServerTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		reopen := learn(t, g)
+		n, until := capped(g, 45)
+		require.Equal(t, 40, n)
+		// A hold given by the server past the predicted window wins.
+		late := reopen.Add(3 * time.Second)
+		require.NoError(t, g.Hold(t.Context(), "s", late))
+		for _, at := range []time.Time{reopen, until, late.Add(-time.Millisecond)} {
+			time.Sleep(time.Until(at))
+			nb, _ := g.take("s", time.Now())
+			assert.Equal(t, late, nb, "at %v", at.Sub(reopen))
+		}
+	})
+}
+
+func TestInferredQuotaOffWhenNotSaturated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		// Throttled windows that served different counts: not one window.
+		for _, served := range []int{40, 35, 40, 38} {
+			throttledWindow(t, g, 45, served)
+		}
+		assert.Zero(t, g.scopes["s"].capacity)
+		n, _ := capped(g, 60)
+		assert.Equal(t, 60, n)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		// Hints under a second are the adaptive limiter's.
+		for range 4 {
+			eps := burst(t, g, 12)
+			time.Sleep(10 * time.Millisecond)
+			answer(t, g, eps, 10, 500*time.Millisecond)
+			sleepToHold(t, g)
+		}
+		assert.Zero(t, g.scopes["s"].capacity)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		learn(t, g)
+		// A predicted window that does not use its S sends forgets S.
+		burst(t, g, 20)
+		require.Equal(t, int64(40), g.scopes["s"].capacity)
+		time.Sleep(g.scopes["s"].period + 10*time.Millisecond)
+		n, _ := capped(g, 60)
+		assert.Equal(t, 60, n, "not saturated: nothing capped")
+		assert.Zero(t, g.scopes["s"].capacity)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		reopen := learn(t, g)
+		// Idle for a whole window.
+		time.Sleep(time.Until(reopen.Add(3 * time.Second)))
+		n, _ := capped(g, 60)
+		assert.Equal(t, 60, n)
+	})
+}
+
+func TestInferredQuotaOffSwitch(t *testing.T) {
+	for name, g := range map[string]Gate{
+		"off":     NewGate(WithInferredQuota(false)),
+		"default": NewGate(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := g.(*memGate)
+				learn(t, g)
+				n, _ := capped(g, 60)
+				assert.Equal(t, 60, n)
+				assert.Zero(t, g.scopes["s"].capacity)
+			})
+		})
+	}
+}
+
+func TestInferredQuotaYieldsToPublishedQuota(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		learn(t, g)
+		eps := burst(t, g, 1)
+		g.done("s", &Quota{Remaining: 50, Reset: time.Now().Add(time.Second)}, true, eps[0], time.Now())
+		n, _ := capped(g, 60)
+		assert.Equal(t, 50, n, "the published quota counts, not S")
+	})
+}
