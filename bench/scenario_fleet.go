@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -197,25 +195,7 @@ type fleetReport struct {
 func fleetOnce(env *Env, v fleetVariant, redisAddr, prefix string, each int, phase time.Duration) (run fleetRun) {
 	run.total = fleetProcs * each
 	lim := &fixedWindow{limit: fleetLimit, publish: v.publish, aligned: true}
-	var mu sync.Mutex
-	var served, refused atomic.Int64
-	s := newServer(func(_ int, w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		ok := lim.admit(time.Now(), w.Header())
-		mu.Unlock()
-		if !ok {
-			refused.Add(1)
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
-		}
-		served.Add(1)
-		t := time.NewTimer(fleetLatency)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-		}
-	})
+	s, served, refused := limitedServer(lim, fleetLatency)
 	defer s.Close()
 
 	// A bound on the run, however the workers behave: twice the windows the

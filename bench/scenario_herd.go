@@ -153,19 +153,7 @@ func runHerd(env *Env, name string, cs []Client, total, workers int, newLimiter 
 // take requests from a shared count until total have been sent or the
 // cap has passed.
 func herdOnce(d Doer, lim limiter, start time.Time, total, workers int) herdRun {
-	var mu sync.Mutex
-	var refused atomic.Int64
-	s := newServer(func(_ int, w http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		ok := lim.admit(time.Now(), w.Header())
-		mu.Unlock()
-		if !ok {
-			refused.Add(1)
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	s, _, refused := limitedServer(lim, 0)
 	defer s.Close()
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(herdCap))
 	defer cancel()
@@ -212,6 +200,36 @@ func herdOnce(d Doer, lim limiter, start time.Time, total, workers int) herdRun 
 	run.received = int64(len(s.got()))
 	run.refused = refused.Load()
 	return run
+}
+
+// limitedServer is a loopback server whose limiter decides every request:
+// 429 when it refuses, else 200 after latency (0: at once, and a request
+// whose context ends first is answered then). It counts the requests it
+// served and refused.
+func limitedServer(lim limiter, latency time.Duration) (s *server, served, refused *atomic.Int64) {
+	var mu sync.Mutex
+	served, refused = new(atomic.Int64), new(atomic.Int64)
+	s = newServer(func(_ int, w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ok := lim.admit(time.Now(), w.Header())
+		mu.Unlock()
+		if !ok {
+			refused.Add(1)
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		served.Add(1)
+		if latency > 0 {
+			t := time.NewTimer(latency)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	return s, served, refused
 }
 
 // errKind names an error briefly for the failed cell: its type, and its
