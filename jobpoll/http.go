@@ -56,8 +56,9 @@ type HTTPChecker struct {
 	// state in answer to a POST (a query or RPC-style endpoint). The
 	// client's Transport retries it as it would any request of that
 	// method: a POST whose response was lost is sent again only when the
-	// request is replay-safe, for instance when Header carries the key
-	// named by the policy's KeyHeader. Default GET.
+	// request is replay-safe, for instance when the client's policy sets
+	// KeyHeader (heed then adds a key to each check) or Header carries an
+	// Idempotency-Key. Default GET.
 	Method string
 	// Body is sent, whole, with every status request; Content-Type
 	// defaults to application/json when Body is set. Default: none.
