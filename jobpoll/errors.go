@@ -59,15 +59,30 @@ func (e *TimeoutError) Error() string {
 		b.WriteString(strconv.Quote(e.LastState))
 	}
 	b.WriteString(" after ")
-	b.WriteString(e.Elapsed.String())
+	b.WriteString(readable(e.Elapsed).String())
 	b.WriteString(" and ")
 	b.WriteString(strconv.Itoa(e.Checks))
-	b.WriteString(" checks; next check at ")
+	if e.Checks == 1 {
+		b.WriteString(" check")
+	} else {
+		b.WriteString(" checks")
+	}
+	b.WriteString("; next check at ")
 	b.WriteString(e.NextCheck.UTC().Format(time.RFC3339Nano))
 	b.WriteString(" (wait ")
-	b.WriteString(e.Wait.String())
+	b.WriteString(readable(e.Wait).String())
 	b.WriteByte(')')
 	return b.String()
+}
+
+// readable rounds d for a message: to the millisecond from a millisecond
+// up, so that a wait of an hour less a few nanoseconds reads as 1h0m0s.
+// The fields keep the exact values.
+func readable(d time.Duration) time.Duration {
+	if d < time.Millisecond && d > -time.Millisecond {
+		return d
+	}
+	return d.Round(time.Millisecond)
 }
 
 // Timeout reports true, as net.Error does for timeouts.

@@ -279,6 +279,32 @@ func TestPollMaxWait(t *testing.T) {
 	}
 }
 
+// TestTimeoutErrorMessage asserts how a TimeoutError reads: durations
+// rounded to the millisecond, "check" in the singular for one.
+func TestTimeoutErrorMessage(t *testing.T) {
+	next := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		err  jobpoll.TimeoutError
+		want string
+	}{
+		{
+			name: "deadline, one check",
+			err:  jobpoll.TimeoutError{JobID: "j", LastState: "running", Checks: 1, Elapsed: 659670 * time.Nanosecond, Wait: 2*time.Hour - 331, NextCheck: next},
+			want: `jobpoll: job j not finished within its deadline: state "running" after 659.67µs and 1 check; next check at 2026-11-29T12:00:00Z (wait 2h0m0s)`,
+		},
+		{
+			name: "MaxWait, no check yet",
+			err:  jobpoll.TimeoutError{JobID: "j", Elapsed: 1500*time.Millisecond + 400*time.Microsecond, Wait: 2 * time.Minute, NextCheck: next, MaxWait: time.Minute},
+			want: `jobpoll: job j not finished, and its next check is more than 1m0s (MaxWait) away after 1.5s and 0 checks; next check at 2026-11-29T12:00:00Z (wait 2m0s)`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.err.Error())
+		})
+	}
+}
+
 // TestPollAt asserts that the first check waits for its time, and that this
 // wait passes the deadline test too.
 func TestPollAt(t *testing.T) {
