@@ -298,8 +298,12 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		rt.decide(zapcore.InfoLevel, &d)
 		discard(resp)
 		// Sleep until the instant decided, not a whole wait after the
-		// drain: draining a slow body does not push the retry later.
-		if err := rules.Sleep(rt.ctx, time.Until(now.Add(wait))); err != nil {
+		// drain: draining a slow body does not push the retry later. The
+		// instant is taken up to a whole millisecond: a shared gate keeps
+		// holds in whole milliseconds, rounded up, and a retry waking inside
+		// that millisecond would find its own hold still closed and wait
+		// again, logged, for a fraction of it.
+		if err := rules.Sleep(rt.ctx, time.Until(ceilMillisecond(now.Add(wait)))); err != nil {
 			return nil, err
 		}
 		now = time.Time{} // passGate reads the clock anew
@@ -402,6 +406,15 @@ func (rt *roundTrip) waitToSend(attempt int, now time.Time, base, wait time.Dura
 	d.op = opGateWait
 	rt.decide(level, &d)
 	return rules.Sleep(rt.ctx, wait)
+}
+
+// ceilMillisecond returns t, or the next whole Unix millisecond after it.
+func ceilMillisecond(t time.Time) time.Time {
+	u := t.Truncate(time.Millisecond)
+	if u.Before(t) {
+		u = u.Add(time.Millisecond)
+	}
+	return u
 }
 
 // maxGateSpread bounds the default spread of a scope's waiters after its
