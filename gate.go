@@ -257,6 +257,11 @@ func (g *memGate) done(scope string, q *Quota, served bool, ep int64, now time.T
 // there are many, so the map stays as small as the set of busy scopes.
 func (g *memGate) state(scope string, now time.Time) *scopeState {
 	if s := g.scopes[scope]; s != nil {
+		if !s.epStart.IsZero() && s.idle(now) {
+			// An idle scope forgets its episodes, as redisgate's hash
+			// does: a scope idle for a whole window applies no S.
+			s.forget()
+		}
 		return s
 	}
 	if len(g.scopes) >= 64 {

@@ -64,6 +64,13 @@ func (s *scopeState) newEpisode(start time.Time) {
 	}
 }
 
+// forget forgets the episodes of an idle scope (see idle): all but the
+// episode's number, which goes on counting.
+func (s *scopeState) forget() {
+	s.epStart, s.epTaken, s.epIn, s.epServed = time.Time{}, 0, 0, 0
+	s.lastS, s.lastP, s.capacity, s.period, s.windows, s.step = 0, 0, 0, 0, 0, 0
+}
+
 // probing reports whether the current window is a probe, which admits S
 // and step more sends.
 func (s *scopeState) probing() bool {
@@ -77,9 +84,16 @@ func (s *scopeState) advance(now time.Time) {
 	switch {
 	case s.until.After(s.epStart):
 		served, p := s.epServed, s.until.Sub(s.epStart)
+		start := s.until
 		switch {
 		case s.epStart.IsZero():
 			s.lastS, s.lastP = 0, 0
+			if s.idle(now) {
+				// Nothing happened since the hold ended: redisgate
+				// forgot it, and the first episode runs from the first
+				// send, as a scope's first does.
+				start = now
+			}
 		case s.capacity > 0 && served >= s.capacity:
 			// Throttled after S served: a probe refused, or a send from
 			// elsewhere. The window served what it served; the hold's end
@@ -94,7 +108,7 @@ func (s *scopeState) advance(now time.Time) {
 			}
 			s.lastS, s.lastP = served, p
 		}
-		s.newEpisode(s.until)
+		s.newEpisode(start)
 	case s.capacity > 0 && !now.Before(s.epStart.Add(s.period)):
 		end := s.epStart.Add(s.period)
 		if s.epTaken < s.capacity || !now.Before(end.Add(s.period)) {

@@ -294,3 +294,19 @@ func TestInferredQuotaYieldsToPublishedQuota(t *testing.T) {
 		assert.Equal(t, 50, n, "the published quota counts, not S")
 	})
 }
+
+func TestInferredQuotaForgetsAfterIdleWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		// Two throttled windows of a server that serves one send a window
+		// agree: S is 1, P 1.01s, and the last reopen is now.
+		for range 2 {
+			throttledWindow(t, g, 2, 1)
+		}
+		// Idle past the next predicted window, then a burst: a scope idle
+		// for a whole window forgets S, whether S is 1 or more.
+		time.Sleep(1500 * time.Millisecond)
+		n, until := capped(g, 5)
+		assert.Equal(t, 5, n, "held until %v", until)
+	})
+}

@@ -159,6 +159,18 @@ var quotaSequences = []struct {
 		sleepTo(4500*time.Millisecond),
 		take(0, 3),
 	)},
+	{"inferred quota: a scope idle for a whole window forgets S", steps(
+		// A server that serves 1 a window: S is 1 and P 1010ms after
+		// these two windows, and the next window opens at 3030ms.
+		take(0, 2), served(1), refused(1010*time.Millisecond),
+		sleepTo(1010*time.Millisecond),
+		take(0, 2), served(1), refused(2020*time.Millisecond),
+		// No send in the window from 2020ms, nor after: the state is
+		// forgotten, though redisgate's hash has not expired yet (its
+		// expiry has a margin of a second).
+		sleepTo(3600*time.Millisecond),
+		take(0, 5),
+	)},
 	{"answered before the quota was known", []step{
 		take(0, 2), done(-1, 0),
 		done(3, time.Minute), // nothing in flight: 3
@@ -172,6 +184,7 @@ func TestQuotaMatchesMemGate(t *testing.T) {
 	s := startRedis(t)
 	for _, seq := range quotaSequences {
 		t.Run(seq.name, func(t *testing.T) {
+			t.Parallel() // each sleeps for itself
 			gates := []struct {
 				name string
 				g    heed.QuotaGate

@@ -60,6 +60,26 @@ local c = tonumber(f[16]) or 0
 local w = tonumber(f[17]) or 0
 local q = tonumber(f[18]) or 0
 local g = tonumber(f[19]) or 0
+-- keep returns the time until which the hash says something.
+local function keep()
+  local till = u
+  if k == 1 and r > till then till = r end
+  if n > 0 then
+    till = math.max(till, (b + 2) * life)
+  elseif o > 0 then
+    till = math.max(till, (b + 1) * life)
+  end
+  if t > 0 then
+    till = math.max(till, t + 2 * math.max(p, w, 1000))
+  end
+  return till
+end
+-- A hash that says nothing any more is forgotten, whether or not it has
+-- expired yet: its expiry has a margin.
+if keep() <= now then
+  u, k, a, r, m, s, b, n, o = 0, 0, 0, 0, 0, 0, 0, 0, 0
+  t, x, v, l, p, c, w, q, g = 0, 0, 0, 0, 0, 0, 0, 0, 0
+end
 -- A send counts in flight while its bucket is b or b-1: a process that
 -- dies mid-request leaks it for two lifetimes at most. A caller whose
 -- clock is behind counts in the newest bucket.
@@ -74,17 +94,8 @@ local function int(x)
   return string.format('%.0f', x)
 end
 local function save()
-  local keep = u
-  if k == 1 and r > keep then keep = r end
-  if n > 0 then
-    keep = math.max(keep, (b + 2) * life)
-  elseif o > 0 then
-    keep = math.max(keep, (b + 1) * life)
-  end
-  if t > 0 then
-    keep = math.max(keep, t + 2 * math.max(p, w, 1000))
-  end
-  if keep <= now then
+  local till = keep()
+  if till <= now then
     redis.call('DEL', key)
     return
   end
@@ -92,7 +103,7 @@ local function save()
     's', int(s), 'b', int(b), 'n', int(n), 'o', int(o),
     'e', int(e), 't', int(t), 'x', int(x), 'v', int(v), 'l', int(l), 'p', int(p),
     'c', int(c), 'w', int(w), 'q', int(q), 'g', int(g))
-  redis.call('PEXPIRE', key, int(keep - now + margin))
+  redis.call('PEXPIRE', key, int(till - now + margin))
 end
 `
 
