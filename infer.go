@@ -132,6 +132,8 @@ func (s *scopeState) advance(now time.Time) {
 // a period, show one window: the same sends, periods of a second or more
 // within 5 % of each other.
 func agree(s1 int64, p1 time.Duration, s2 int64, p2 time.Duration) bool {
-	return s1 > 0 && s1 == s2 && p1 >= time.Second && p2 >= time.Second &&
-		20*(max(p1, p2)-min(p1, p2)) <= min(p1, p2)
+	lo, hi := min(p1, p2), max(p1, p2)
+	// hi-lo <= lo/20 is 20*(hi-lo) <= lo for whole durations, without
+	// overflowing when a hold lasted years.
+	return s1 > 0 && s1 == s2 && lo >= time.Second && hi-lo <= lo/20
 }

@@ -310,3 +310,12 @@ func TestInferredQuotaForgetsAfterIdleWindow(t *testing.T) {
 		assert.Equal(t, 5, n, "held until %v", until)
 	})
 }
+
+func TestInferredQuotaAgreeDoesNotOverflow(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	// 20 times the difference of these periods overflows a Duration.
+	assert.False(t, agree(3, 15*year, 3, time.Second))
+	assert.False(t, agree(3, time.Second, 3, 15*year))
+	assert.True(t, agree(3, 15*year, 3, 15*year+year/40))
+	assert.False(t, agree(3, 15*year, 3, 17*year))
+}
