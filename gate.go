@@ -112,6 +112,7 @@ type scopeState struct {
 	epTaken  int64         // sends admitted in it
 	epIn     int64         // of those, in flight
 	epServed int64         // of those, answered and served
+	epHeldAt time.Time     // when the hold that ends it was set: its throttle; zero: none yet
 	lastS    int64         // the last measured episode's served sends; 0: none
 	lastP    time.Duration // the time from its reopen to the next
 	capacity int64         // the learned window capacity S; 0: none
@@ -152,6 +153,9 @@ func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
 	if until.After(s.until) {
+		if !s.epStart.IsZero() && !s.until.After(s.epStart) && until.After(s.epStart) {
+			s.epHeldAt = now // the throttle that ends the episode
+		}
 		s.until = until
 	}
 	return nil

@@ -17,7 +17,16 @@ import "time"
 // sends from each reopen and holds the rest until reopen + P, as if the
 // server had published Remaining S and Reset reopen + P. A send counts in
 // S when its answer is served (Done's served) and it was admitted in the
-// episode, whenever the answer comes before the next reopen.
+// episode, whenever the answer comes before the next reopen. An episode
+// counts only when the server's hold explains most of its period: the
+// throttle (the Hold that first held the scope past the reopen) came no
+// later than halfway to the next reopen, so the hold lasted at least P/2.
+// A herd against a fixed window is throttled within moments of each
+// reopen; a client throttled on bursts of its own rhythm, slower than the
+// server's window, or a sub-second hint that happened to end an episode
+// of a second or more, is not, and teaches nothing. This check decides
+// only what is learned: a learned S is kept or forgotten as below, however
+// late the throttle.
 //
 // It only ever holds sends longer than the server asked, never shorter:
 // the scope's holds come first. It applies only while the scope is
@@ -58,7 +67,7 @@ const InferProbe = 8
 // newEpisode starts an episode at start, the zero time for none.
 func (s *scopeState) newEpisode(start time.Time) {
 	s.ep++
-	s.epStart, s.epTaken, s.epIn, s.epServed = start, 0, 0, 0
+	s.epStart, s.epTaken, s.epIn, s.epServed, s.epHeldAt = start, 0, 0, 0, time.Time{}
 	if s.capacity > 0 {
 		s.windows++
 	}
@@ -67,7 +76,7 @@ func (s *scopeState) newEpisode(start time.Time) {
 // forget forgets the episodes of an idle scope (see idle): all but the
 // episode's number, which goes on counting.
 func (s *scopeState) forget() {
-	s.epStart, s.epTaken, s.epIn, s.epServed = time.Time{}, 0, 0, 0
+	s.epStart, s.epTaken, s.epIn, s.epServed, s.epHeldAt = time.Time{}, 0, 0, 0, time.Time{}
 	s.lastS, s.lastP, s.capacity, s.period, s.windows, s.step = 0, 0, 0, 0, 0, 0
 }
 
@@ -84,6 +93,12 @@ func (s *scopeState) advance(now time.Time) {
 	switch {
 	case s.until.After(s.epStart):
 		served, p := s.epServed, s.until.Sub(s.epStart)
+		// The episode measures the server's window only when the server's
+		// hold explains most of its period: the throttle came no later
+		// than halfway through it. A later one shows the client's own
+		// rhythm, or a short hint (the limiter's) that happened to end a
+		// long episode; such an episode is not a measurement.
+		measured := s.epHeldAt.Sub(s.epStart) <= p/2
 		start := s.until
 		switch {
 		case s.epStart.IsZero():
@@ -101,12 +116,12 @@ func (s *scopeState) advance(now time.Time) {
 			s.capacity, s.step = served, 1
 		case s.capacity > 0:
 			s.capacity = 0 // the window moved or shrank: learn again
-			s.lastS, s.lastP = served, p
+			s.lastS, s.lastP = measurement(measured, served, p)
 		default:
-			if agree(s.lastS, s.lastP, served, p) {
+			if measured && agree(s.lastS, s.lastP, served, p) {
 				s.capacity, s.period, s.windows, s.step = served, max(p, s.lastP), 0, 1
 			}
-			s.lastS, s.lastP = served, p
+			s.lastS, s.lastP = measurement(measured, served, p)
 		}
 		s.newEpisode(start)
 	case s.capacity > 0 && !now.Before(s.epStart.Add(s.period)):
@@ -126,6 +141,15 @@ func (s *scopeState) advance(now time.Time) {
 		// A scope's first episode runs from its first send.
 		s.epStart = now
 	}
+}
+
+// measurement returns what an episode that served sends over period p
+// teaches the next: itself when measured, nothing (0, 0) when not.
+func measurement(measured bool, served int64, p time.Duration) (int64, time.Duration) {
+	if !measured {
+		return 0, 0
+	}
+	return served, p
 }
 
 // agree reports whether two consecutive episodes, each served sends over

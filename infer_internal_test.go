@@ -319,3 +319,108 @@ func TestInferredQuotaAgreeDoesNotOverflow(t *testing.T) {
 	assert.True(t, agree(3, 15*year, 3, 15*year+year/40))
 	assert.False(t, agree(3, 15*year, 3, 17*year))
 }
+
+// TestInferredQuotaIgnoresClientRhythm: a client that sends a burst every
+// 10s, each throttled at once with a hint of 1.5s, shows episodes that
+// agree, 10 served every 10s; but each throttle comes 8.5s after its
+// reopen, so its rhythm is its own, not the server's window, and nothing
+// is learned: when its load grows, its sends do not wait 10s.
+func TestInferredQuotaIgnoresClientRhythm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		// A long request of the scope, in flight throughout, keeps the
+		// scope busy between the bursts.
+		long := burst(t, g, 1)
+		for range 4 {
+			eps := burst(t, g, 12)
+			time.Sleep(10 * time.Millisecond)
+			answer(t, g, eps, 10, 1500*time.Millisecond)
+			time.Sleep(10*time.Second - 10*time.Millisecond)
+		}
+		assert.Zero(t, g.scopes["s"].capacity, "no S learned from the client's rhythm")
+		n, until := capped(g, 20)
+		assert.Equal(t, 20, n, "a grown burst is not held, until %v", until)
+		answer(t, g, long, 1, 0)
+	})
+}
+
+// lateWindow takes n sends at once, serves served of them 10ms later, and
+// throttles the rest at after the sends, with a hint of hint, then sleeps
+// until the hold's end.
+func lateWindow(t *testing.T, g *memGate, n, served int, at, hint time.Duration) {
+	t.Helper()
+	eps := burst(t, g, n)
+	time.Sleep(10 * time.Millisecond)
+	answer(t, g, eps[:served], served, 0)
+	time.Sleep(at - 10*time.Millisecond)
+	answer(t, g, eps[served:], 0, hint)
+	sleepToHold(t, g)
+}
+
+// TestInferredQuotaIgnoresShortHintsOverASecond: hints of 500ms, each
+// 600ms into an episode, give periods of 1.1s that agree; but the holds
+// explain less than half of them. Such hints are the adaptive limiter's.
+func TestInferredQuotaIgnoresShortHintsOverASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		for range 4 {
+			lateWindow(t, g, 12, 10, 600*time.Millisecond, 500*time.Millisecond)
+		}
+		assert.Zero(t, g.scopes["s"].capacity)
+		n, _ := capped(g, 20)
+		assert.Equal(t, 20, n)
+	})
+}
+
+// TestInferredQuotaThrottleByHalfThePeriod: an episode counts when its
+// throttle came no later than halfway through its period, so that the
+// server's hold is at least the other half.
+func TestInferredQuotaThrottleByHalfThePeriod(t *testing.T) {
+	// window runs two episodes of 1.5s whose 429 comes at into them: 12
+	// sends at each reopen, 10 served, 2 throttled with a hint to 1.5s.
+	window := func(t *testing.T, at time.Duration) *memGate {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		for range 2 {
+			lateWindow(t, g, 12, 10, at, 1500*time.Millisecond-at)
+		}
+		return g
+	}
+	synctest.Test(t, func(t *testing.T) {
+		g := window(t, 750*time.Millisecond)
+		n, _ := capped(g, 20)
+		assert.Equal(t, 10, n, "a hold of half the period: learned")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := window(t, 751*time.Millisecond)
+		n, _ := capped(g, 20)
+		assert.Equal(t, 20, n, "a hold of less than half: not learned")
+	})
+}
+
+// TestInferredQuotaCheckOnlyLearns: whether a hold explains its episode
+// decides what is learned, not whether a learned S stands. A late throttle
+// below S still forgets S, and that episode is no measurement: the next,
+// though it served as many over as long a period, does not agree with it.
+func TestInferredQuotaCheckOnlyLearns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(WithInferredQuota(true)).(*memGate)
+		learn(t, g)
+		// The predicted window serves 30, and a 31st send is throttled
+		// 600ms after the reopen with a hint of 500ms.
+		lateWindow(t, g, 31, 30, 600*time.Millisecond, 500*time.Millisecond)
+		n, _ := capped(g, 45)
+		assert.Equal(t, 45, n, "a throttle below S forgets S, however late")
+		// This window serves 30 and is throttled 10ms in with a hint of
+		// 1.09s: 30 over 1.1s, as the late one.
+		time.Sleep(10 * time.Millisecond)
+		ep := g.scopes["s"].ep
+		for i := range 45 {
+			g.done("s", nil, i < 30, ep, time.Now())
+		}
+		require.NoError(t, g.Hold(t.Context(), "s", time.Now().Add(1090*time.Millisecond)))
+		sleepToHold(t, g)
+		n, _ = capped(g, 45)
+		assert.Equal(t, 45, n, "an episode that agrees with a late one learns nothing")
+		assert.Zero(t, g.scopes["s"].capacity)
+	})
+}

@@ -37,12 +37,15 @@
 //
 // The gate learns the window of a server that publishes no quota, as
 // heed.NewGate can (see heed.WithInferredQuota): a scope throttled window
-// after window, with the same number of sends served each time, is then
-// held to that number a window, fleet-wide, which spares the fleet the
-// 429s of the sends in flight when a window runs out. It counts a send
-// served when the Transport says so (heed.QuotaGate's Done), in the
-// episode its process admitted it in. WithInferredQuota(false) turns it
-// off; gates sharing a prefix should agree on it.
+// after window, with the same number of sends served each time and each
+// throttle early in its window (its hold lasting at least half the
+// period), is then held to that number a window, fleet-wide, which spares
+// the fleet the 429s of the sends in flight when a window runs out. It
+// counts a send served when the Transport says so (heed.QuotaGate's
+// Done), in the episode its process admitted it in, and a throttle at the
+// time of the Hold that first held the scope past the episode's reopen.
+// WithInferredQuota(false) turns it off; gates sharing a prefix should
+// agree on it.
 //
 // # Failing open
 //

@@ -171,6 +171,48 @@ var quotaSequences = []struct {
 		sleepTo(3600*time.Millisecond),
 		take(0, 5),
 	)},
+	{"inferred quota: a herd throttled early in its window learns", steps(
+		// The window runs out at once, and the 429 comes 200ms later with
+		// a hint to the window's end: the server's hold explains the
+		// period, and S is 2, P 1200ms.
+		take(0, 3), served(2), sleepTo(200*time.Millisecond), refused(1200*time.Millisecond),
+		sleepTo(1200*time.Millisecond),
+		take(0, 3), served(2), sleepTo(1400*time.Millisecond), refused(2400*time.Millisecond),
+		sleepTo(2400*time.Millisecond),
+		take(0, 2), take(3600*time.Millisecond, 1),
+	)},
+	{"inferred quota: a client's own rhythm is not the window", steps(
+		// A client that sends a burst every 2.5s, each throttled at once
+		// with a hint of a second: its episodes from the second on agree,
+		// but each throttle comes 1.5s after its reopen, so the server's
+		// hold explains less than half of the period. Nothing is learned.
+		// A long request, taken first and left unanswered, keeps the
+		// scope busy between the bursts (idle, it would forget its
+		// episodes). The gates take an answer to be of the oldest send
+		// unanswered, so from the second burst on, one of its answers
+		// goes to a send of the burst before, and an episode counts 1
+		// served: without the check, S would be 1 and P 2.5s.
+		take(0, 1),
+		take(0, 3), served(2), refused(1000*time.Millisecond),
+		sleepTo(2500*time.Millisecond),
+		take(0, 3), served(2), refused(3500*time.Millisecond),
+		sleepTo(5000*time.Millisecond),
+		take(0, 3), served(2), refused(6000*time.Millisecond),
+		sleepTo(6000*time.Millisecond),
+		take(0, 4),
+	)},
+	{"inferred quota: sub-second hints spanning a second are not learned", steps(
+		// Hints of 500ms, each 600ms into an episode: periods of 1100ms
+		// that agree, but the holds explain less than half of them. They
+		// are the adaptive limiter's.
+		take(0, 2), served(2), sleepTo(600*time.Millisecond),
+		take(0, 1), refused(1100*time.Millisecond),
+		sleepTo(1100*time.Millisecond),
+		take(0, 2), served(2), sleepTo(1700*time.Millisecond),
+		take(0, 1), refused(2200*time.Millisecond),
+		sleepTo(2200*time.Millisecond),
+		take(0, 4),
+	)},
 	{"answered before the quota was known", []step{
 		take(0, 2), done(-1, 0),
 		done(3, time.Minute), // nothing in flight: 3

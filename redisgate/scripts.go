@@ -24,6 +24,7 @@ import "github.com/redis/go-redis/v9"
 //	t  its reopen; 0: no episode is measured
 //	x  sends admitted in it
 //	v  of those, answered and served
+//	h  when the hold that ends it was set: its throttle; 0: none yet
 //	l  the last measured episode's served sends; 0: none
 //	p  the time from its reopen to the next
 //	c  the learned window capacity S; 0: none
@@ -40,7 +41,7 @@ local now = tonumber(ARGV[1])
 local life = tonumber(ARGV[2])
 local margin = tonumber(ARGV[3])
 local f = redis.call('HMGET', key, 'u', 'k', 'a', 'r', 'm', 's', 'b', 'n', 'o',
-  'e', 't', 'x', 'v', 'l', 'p', 'c', 'w', 'q', 'g')
+  'e', 't', 'x', 'v', 'l', 'p', 'c', 'w', 'q', 'g', 'h')
 local u = tonumber(f[1]) or 0
 local k = tonumber(f[2]) or 0
 local a = tonumber(f[3]) or 0
@@ -60,6 +61,7 @@ local c = tonumber(f[16]) or 0
 local w = tonumber(f[17]) or 0
 local q = tonumber(f[18]) or 0
 local g = tonumber(f[19]) or 0
+local h = tonumber(f[20]) or 0
 -- keep returns the time until which the hash says something.
 local function keep()
   local till = u
@@ -78,7 +80,7 @@ end
 -- expired yet: its expiry has a margin.
 if keep() <= now then
   u, k, a, r, m, s, b, n, o = 0, 0, 0, 0, 0, 0, 0, 0, 0
-  t, x, v, l, p, c, w, q, g = 0, 0, 0, 0, 0, 0, 0, 0, 0
+  t, x, v, l, p, c, w, q, g, h = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 end
 -- A send counts in flight while its bucket is b or b-1: a process that
 -- dies mid-request leaks it for two lifetimes at most. A caller whose
@@ -102,17 +104,21 @@ local function save()
   redis.call('HSET', key, 'u', int(u), 'k', int(k), 'a', int(a), 'r', int(r), 'm', int(m),
     's', int(s), 'b', int(b), 'n', int(n), 'o', int(o),
     'e', int(e), 't', int(t), 'x', int(x), 'v', int(v), 'l', int(l), 'p', int(p),
-    'c', int(c), 'w', int(w), 'q', int(q), 'g', int(g))
+    'c', int(c), 'w', int(w), 'q', int(q), 'g', int(g), 'h', int(h))
   redis.call('PEXPIRE', key, int(till - now + margin))
 end
 `
 
 // holdScript extends the hold to ARGV[4] if that is later, and returns the
-// hold.
+// hold. The call that first holds the scope past the episode's reopen is
+// the throttle that ends the episode: h is its time.
 var holdScript = redis.NewScript(prelude + `
-local t = tonumber(ARGV[4])
-if t > u then
-  u = t
+local hold = tonumber(ARGV[4])
+if hold > u then
+  if t > 0 and u <= t and hold > t then
+    h = now
+  end
+  u = hold
   save()
 end
 return u
@@ -137,6 +143,7 @@ local function episode(start)
   t = start
   x = 0
   v = 0
+  h = 0
   if c > 0 then q = q + 1 end
 end
 -- Two consecutive episodes show one window: the same sends served,
@@ -145,10 +152,22 @@ local function agree(s1, p1, s2, p2)
   local lo, hi = math.min(p1, p2), math.max(p1, p2)
   return s1 > 0 and s1 == s2 and lo >= 1000 and 20 * (hi - lo) <= lo
 end
+-- measurement returns what an episode that served sends over per teaches
+-- the next: itself when measured, nothing (0, 0) when not.
+local function measurement(measured, served, per)
+  if not measured then
+    return 0, 0
+  end
+  return served, per
+end
 if infer then
   if u > t then
     -- A hold ended since the episode began: a throttle ended it.
     local served, per = v, u - t
+    -- The episode measures the server's window only when the server's
+    -- hold explains most of its period: the throttle came no later than
+    -- halfway through it. Otherwise it is not a measurement.
+    local measured = 2 * (h - t) <= per
     if t == 0 then
       l = 0
       p = 0
@@ -159,17 +178,15 @@ if infer then
       g = 1
     elseif c > 0 then
       c = 0
-      l = served
-      p = per
+      l, p = measurement(measured, served, per)
     else
-      if agree(l, p, served, per) then
+      if measured and agree(l, p, served, per) then
         c = served
         w = math.max(per, p)
         q = 0
         g = 1
       end
-      l = served
-      p = per
+      l, p = measurement(measured, served, per)
     end
     episode(u)
   elseif c > 0 and now >= t + w then
