@@ -29,7 +29,13 @@ func herdCell(t *testing.T, tb table, name, col string) herdFigures {
 		return f[0] + " " + f[1]
 	}
 	var h herdFigures
-	timeLabel := name + ": wall time, 200 GETs from 16 goroutines (× ideal)"
+	var timeLabel string
+	for label := range tb.rows {
+		if strings.HasPrefix(label, name+": wall time, ") {
+			timeLabel = label
+		}
+	}
+	require.NotEmpty(t, timeLabel, "no time row for %s", name)
 	h.wall = millis(t, first2(tb.cell(t, timeLabel, col)))
 	ideal := tb.cell(t, timeLabel, "ideal")
 	h.ideal = millis(t, first2(ideal))
@@ -47,9 +53,10 @@ func herdCell(t *testing.T, tb table, name, col string) herdFigures {
 	return h
 }
 
-// TestHerdHeedMeetsTheIssueCriteria runs the fixed-window herd scenarios
+// TestHerdHeedMeetsTheIssueCriteria runs the herd scenarios
 // for heed, with go-retryablehttp beside it for the 429 comparison (each
-// client has its own server; about 20 s in all).
+// client has its own server; about 35 s in all, go-retryablehttp on the
+// token bucket the longest).
 //
 // Issue 3 asks heed to finish herd-window and herd-quota within 1.05× the
 // window arithmetic's ideal; their windows start with the first request
@@ -61,15 +68,18 @@ func herdCell(t *testing.T, tb table, name, col string) herdFigures {
 // the ideal and that floor, and logs the literal ratio; with the exact
 // reset GitHub sends (herd-quota-unix) it asserts the literal bound.
 //
-// Timing on a shared machine is noisy: when a time bound fails, the run is
-// made once more and the second is judged. Under the race detector, which
-// slows every request several times, the time bounds are logged, not
-// asserted; the counts are asserted either way.
+// Timing on a shared machine is noisy: when a time bound or a comparison
+// with go-retryablehttp fails, the run is made once more and the second is
+// judged. Under the race detector, which slows every request several
+// times, and the two clients' goroutines unevenly, the time bounds and the
+// comparisons with go-retryablehttp's 429s are logged, not asserted; heed's
+// own counts (no failure, herd-quota's 2 %) are asserted either way. CI
+// runs this test without the race detector too.
 func TestHerdHeedMeetsTheIssueCriteria(t *testing.T) {
 	if testing.Short() {
 		t.Skip("herd scenarios take about 10 s")
 	}
-	names := []string{"herd-window", "herd-quota", "herd-window-aligned", "herd-quota-unix"}
+	names := []string{"herd-window", "herd-quota", "herd-window-aligned", "herd-quota-unix", "herd-bucket"}
 	var tb table
 	for try := 1; ; try++ {
 		var out, errs bytes.Buffer
@@ -80,6 +90,12 @@ func TestHerdHeedMeetsTheIssueCriteria(t *testing.T) {
 		for _, n := range names {
 			h := herdCell(t, tb, n, "heed")
 			slow = slow || h.wall > 1.05*max(h.ideal, h.floor)
+			switch p := herdCell(t, tb, n, "go-retryablehttp"); n {
+			case "herd-window", "herd-window-aligned":
+				slow = slow || h.refused > p.refused
+			case "herd-bucket":
+				slow = slow || 3*h.refused > p.refused || h.wall > p.wall
+			}
 		}
 		if !slow || raceEnabled || try == 2 {
 			break
@@ -93,13 +109,21 @@ func TestHerdHeedMeetsTheIssueCriteria(t *testing.T) {
 		}
 		assert.LessOrEqual(t, wall, bound, msg)
 	}
+	noMore := func(heed, peer int, msg string) {
+		t.Helper()
+		if raceEnabled {
+			t.Logf("%s: %d against %d (not asserted under -race)", msg, heed, peer)
+			return
+		}
+		assert.LessOrEqual(t, heed, peer, msg)
+	}
 
 	w := herdCell(t, tb, "herd-window", "heed")
 	rw := herdCell(t, tb, "herd-window", "go-retryablehttp")
 	assert.Zero(t, w.floor)
 	assert.Equal(t, "0", w.failed)
 	within(w.wall, 1.05*w.ideal, "herd-window: within 1.05× the window ideal")
-	assert.LessOrEqual(t, w.refused, rw.refused, "herd-window: no more 429s than go-retryablehttp")
+	noMore(w.refused, rw.refused, "herd-window: no more 429s than go-retryablehttp")
 	t.Logf("herd-window: heed %.2f× the window ideal, %d 429s against go-retryablehttp's %d", w.wall/w.ideal, w.refused, rw.refused)
 
 	q := herdCell(t, tb, "herd-quota", "heed")
@@ -113,7 +137,7 @@ func TestHerdHeedMeetsTheIssueCriteria(t *testing.T) {
 	ra := herdCell(t, tb, "herd-window-aligned", "go-retryablehttp")
 	assert.Equal(t, "0", a.failed)
 	within(a.wall, 1.05*max(a.ideal, a.floor), "herd-window-aligned: within 1.05× of what whole-second hints allow")
-	assert.LessOrEqual(t, a.refused, ra.refused, "herd-window-aligned: no more 429s than go-retryablehttp")
+	noMore(a.refused, ra.refused, "herd-window-aligned: no more 429s than go-retryablehttp")
 	t.Logf("herd-window-aligned: heed %.2f× the window arithmetic, %.2f× the floor of whole-second hints", a.wall/a.ideal, a.wall/max(a.ideal, a.floor))
 
 	u := herdCell(t, tb, "herd-quota-unix", "heed")
@@ -121,4 +145,11 @@ func TestHerdHeedMeetsTheIssueCriteria(t *testing.T) {
 	assert.Equal(t, "0", u.failed)
 	assert.LessOrEqual(t, float64(u.refused), 0.02*float64(u.received-u.refused), "herd-quota-unix: at most 2% as many 429s as requests served")
 	within(u.wall, 1.05*u.ideal, "herd-quota-unix: within 1.05× the window ideal")
+
+	b := herdCell(t, tb, "herd-bucket", "heed")
+	rb := herdCell(t, tb, "herd-bucket", "go-retryablehttp")
+	assert.Equal(t, "0", b.failed, "herd-bucket: no request fails")
+	noMore(3*b.refused, rb.refused, "herd-bucket: at most a third of go-retryablehttp's 429s (heed's × 3)")
+	within(b.wall, rb.wall, "herd-bucket: in no more wall time than go-retryablehttp")
+	t.Logf("herd-bucket: heed %d 429s in %.2f s, go-retryablehttp %d in %.2f s", b.refused, b.wall/1000, rb.refused, rb.wall/1000)
 }
