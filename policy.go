@@ -3,6 +3,7 @@ package heed
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -265,8 +266,8 @@ type routes struct {
 	cache *routeCache
 }
 
-// routeCache remembers the policy of recent (method, host, path) triples,
-// since ServeMux allocates on every match. It holds at most
+// routeCache remembers the policy of recent (method, host, escaped path)
+// triples, since ServeMux allocates on every match. It holds at most
 // routeCacheSize entries and starts over when full.
 type routeCache struct {
 	mu sync.RWMutex
@@ -317,14 +318,18 @@ func (r routes) match(req *http.Request) *policy {
 	if host == "" {
 		host = req.URL.Host
 	}
-	k := routeKey{req.Method, host, req.URL.Path}
+	// ServeMux matches the escaped path, where an encoded slash (%2F) is
+	// part of a segment, not a separator: key on that form, so that two
+	// paths that decode alike but match differently never share an entry.
+	escaped := req.URL.EscapedPath()
+	k := routeKey{req.Method, host, escaped}
 	r.cache.mu.RLock()
 	pol, hit := r.cache.m[k]
 	r.cache.mu.RUnlock()
 	if hit {
 		return pol
 	}
-	pol = r.lookup(req, host)
+	pol = r.lookup(req, host, escaped)
 	r.cache.mu.Lock()
 	if len(r.cache.m) >= routeCacheSize {
 		clear(r.cache.m)
@@ -334,16 +339,17 @@ func (r routes) match(req *http.Request) *policy {
 	return pol
 }
 
-// lookup asks the ServeMux for req's route.
-func (r routes) lookup(req *http.Request, host string) *policy {
+// lookup asks the ServeMux for req's route; escaped is req's escaped path.
+func (r routes) lookup(req *http.Request, host, escaped string) *policy {
 	m := req
-	p := cleanPath(req.URL.Path)
-	// ServeMux matches on r.Host and r.URL.Path and redirects unclean
-	// paths; a client request may carry neither form, so match a shallow
-	// stand-in when needed.
-	if host != req.Host || p != req.URL.Path {
+	p := cleanPath(escaped)
+	// ServeMux matches on r.Host and the escaped r.URL.Path, and redirects
+	// unclean paths; a client request may carry neither form, so match a
+	// shallow stand-in when needed, whose escaped path is the cleaned one.
+	if host != req.Host || p != escaped {
 		u := *req.URL
-		u.Path, u.RawPath = p, ""
+		u.RawPath = p
+		u.Path, _ = url.PathUnescape(p) // p came from EscapedPath: valid
 		m = &http.Request{Method: req.Method, Host: host, URL: &u, Header: req.Header}
 	}
 	h, _ := r.mux.Handler(m)

@@ -80,7 +80,7 @@ func FuzzRoutes(f *testing.F) {
 			if p != nil {
 				t.Fatalf("CONNECT matched %q", p.name)
 			}
-		} else if fresh := r.lookup(req, host); fresh != p {
+		} else if fresh := r.lookup(req, host, req.URL.EscapedPath()); fresh != p {
 			t.Fatalf("lookup gave %v, match gave %v", fresh, p)
 		}
 		got := tr.Policy(req).Name

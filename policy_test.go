@@ -169,3 +169,56 @@ func TestTransportPolicyFillsDefaults(t *testing.T) {
 	assert.NotNil(t, p.Backoff)
 	assert.NotNil(t, p.Classify)
 }
+
+// TestRoutesMatchTheEscapedPath pins that an encoded slash is part of a
+// segment, as ServeMux has it, and that the route cache keeps paths that
+// decode alike apart: a key-less POST to /v1/files/a%2Fb matches the route
+// that never resends it, whether or not /v1/files/a/b was matched first.
+func TestRoutesMatchTheEscapedPath(t *testing.T) {
+	tests := []struct {
+		name  string
+		warm  []string // paths POSTed before, with a 200
+		path  string
+		sends int
+		route string
+	}{
+		{"encoded slash, cold cache", nil, "/v1/files/a%2Fb", 1, "POST /v1/files/{id}"},
+		{"encoded slash after the decoded form", []string{"/v1/files/a/b"}, "/v1/files/a%2Fb", 1, "POST /v1/files/{id}"},
+		{"decoded form after the encoded slash", []string{"/v1/files/a%2Fb"}, "/v1/files/a/b", heed.DefaultMaxAttempts, "POST /v1/files/{dir}/{id}"},
+		{"lower-case escape", []string{"/v1/files/a/b"}, "/v1/files/a%2fb", 1, "POST /v1/files/{id}"},
+		{"encoded slash in an unclean path", []string{"/v1/files/a/b"}, "/v1/x/../files/a%2Fb", 1, "POST /v1/files/{id}"},
+		{"two encoded slashes", []string{"/v1/files/a/b/c"}, "/v1/files/a%2Fb%2Fc", 1, "POST /v1/files/{id}"},
+		{"one of two slashes encoded", []string{"/v1/files/a/b"}, "/v1/files/a%2Fb/c", heed.DefaultMaxAttempts, "POST /v1/files/{dir}/{id}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := &fakeRT{}
+				tr := heed.New(rt,
+					heed.WithRoute("POST /v1/files/{id}", heed.Policy{Budget: heed.Budget{Disabled: true}}),
+					heed.WithRoute("POST /v1/files/{dir}/{id}", heed.Policy{RetryUnsafe: true, Backoff: heed.Constant(time.Second), Budget: heed.Budget{Disabled: true}}),
+				)
+				rt.replies = []reply{ok200}
+				for _, p := range tt.warm {
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "https://store.example"+p, nil))
+					require.NoError(t, err)
+					resp.Body.Close()
+				}
+				warmed := len(rt.requests())
+				rt.mu.Lock()
+				rt.replies = []reply{{status: 502, body: "bad gateway"}}
+				rt.sent, rt.bodies = nil, nil
+				rt.mu.Unlock()
+				require.Equal(t, len(tt.warm), warmed)
+
+				req := newRequest(t, t.Context(), "POST", "https://store.example"+tt.path, nil)
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, 502, resp.StatusCode)
+				assert.Len(t, rt.requests(), tt.sends, "sends of a key-less POST to %s", tt.path)
+				assert.Equal(t, tt.route, tr.Policy(req).Name)
+			})
+		})
+	}
+}
