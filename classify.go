@@ -127,6 +127,10 @@ const classifyPeekLimit = 4 << 10
 //	     x509.HostnameError, x509.SystemRootsError,
 //	     *tls.CertificateVerificationError     Terminal   "tls verification"
 //	"unsupported protocol scheme" (net/http)   Terminal   "unsupported scheme"
+//	a request net/http refuses to send: an
+//	     invalid header, trailer, method or
+//	     Host, a control character in the URL,
+//	     no Host or URL                         Terminal   "invalid request"
 //	"stopped after N redirects" (http.Client)  Terminal   "too many redirects"
 //	ECONNREFUSED                               Transient  "connection refused"
 //	*net.OpError with Op "dial" or
@@ -407,6 +411,9 @@ func classifyError(req *http.Request, err error) Verdict {
 	if strings.Contains(msg, "unsupported protocol scheme") {
 		return Verdict{Terminal, "unsupported scheme"}
 	}
+	if invalidRequest(msg) {
+		return Verdict{Terminal, "invalid request"}
+	}
 	if i := strings.Index(msg, "stopped after "); i >= 0 && strings.Contains(msg[i:], " redirects") {
 		return Verdict{Terminal, "too many redirects"}
 	}
@@ -431,6 +438,34 @@ func classifyError(req *http.Request, err error) Verdict {
 		return Verdict{Ambiguous, "eof"}
 	}
 	return Verdict{Ambiguous, "transport error"}
+}
+
+// invalidRequestErrors are the messages of the errors net/http returns,
+// untyped, for a request it refuses to write: nothing was sent, and no
+// retry changes the request.
+var invalidRequestErrors = []string{
+	"net/http: invalid header ",  // a field name or value (Transport.RoundTrip)
+	"net/http: invalid trailer ", // the same of a trailer
+	"net/http: invalid method ",
+	"net/http: can't write control character in Request.URL",
+	"http: invalid Host header",
+	"http: no Host in request URL",
+	"http: Request.Write on Request with no Host or URL set",
+	"http: nil Request.URL",
+	"http: nil Request.Header",
+	"invalid HTTP header ", // HTTP/2, for a field net/http's check let by
+	"invalid request :path ",
+}
+
+// invalidRequest reports whether msg, a transport error's text, is one of
+// invalidRequestErrors, alone or wrapped (as *url.Error does).
+func invalidRequest(msg string) bool {
+	for _, m := range invalidRequestErrors {
+		if i := strings.Index(msg, m); i == 0 || (i > 0 && msg[i-1] == ' ') {
+			return true
+		}
+	}
+	return false
 }
 
 // tlsVerification reports whether err is a failure to verify the server's

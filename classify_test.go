@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/iotest"
@@ -421,4 +422,83 @@ func TestPeekBodyReadError(t *testing.T) {
 	all, err := io.ReadAll(resp.Body)
 	assert.ErrorIs(t, err, boom)
 	assert.Equal(t, "abc", string(all))
+}
+
+// countingRT counts the requests handed to next.
+type countingRT struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    int
+}
+
+func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return c.next.RoundTrip(r)
+}
+
+// TestInvalidRequestIsTerminal: a request that net/http refuses to send
+// fails the same way on every attempt, with nothing sent, so it is Terminal
+// and tried once, through http.Client too. The errors are net/http's own,
+// made by a real Transport that never dials (127.0.0.1:1 would refuse).
+func TestInvalidRequestIsTerminal(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func(t *testing.T) *http.Request
+	}{
+		{"header value with a newline", func(t *testing.T) *http.Request {
+			r := newRequest(t, t.Context(), "GET", "http://127.0.0.1:1/v1/x", nil)
+			r.Header.Set("X-Token", "a\nb")
+			return r
+		}},
+		{"header value with a NUL", func(t *testing.T) *http.Request {
+			r := newRequest(t, t.Context(), "PUT", "http://127.0.0.1:1/v1/x", strings.NewReader("x"))
+			r.Header["X-Token"] = []string{"a\x00b"}
+			return r
+		}},
+		{"header name with a space", func(t *testing.T) *http.Request {
+			r := newRequest(t, t.Context(), "GET", "http://127.0.0.1:1/v1/x", nil)
+			r.Header["Bad Name"] = []string{"v"}
+			return r
+		}},
+		{"trailer name", func(t *testing.T) *http.Request {
+			r := newRequest(t, t.Context(), "POST", "http://127.0.0.1:1/v1/x", strings.NewReader("x"))
+			r.Header.Set("Idempotency-Key", "k")
+			r.Trailer = http.Header{"Bad:Name": {"v"}}
+			return r
+		}},
+		{"method", func(t *testing.T) *http.Request {
+			r := newRequest(t, t.Context(), "GET", "http://127.0.0.1:1/v1/x", nil)
+			r.Method = "GET X"
+			return r
+		}},
+		{"no host", func(t *testing.T) *http.Request {
+			r := newRequest(t, t.Context(), "GET", "http://127.0.0.1:1/v1/x", nil)
+			r.URL.Host, r.Host = "", ""
+			return r
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := tt.build(t)
+			_, raw := (&http.Transport{}).RoundTrip(req.Clone(t.Context()))
+			require.Error(t, raw)
+			assert.Equal(t, heed.Verdict{Class: heed.Terminal, Reason: "invalid request"}, heed.DefaultClassifier(req, nil, raw), "%v", raw)
+			wrapped := &url.Error{Op: "Get", URL: "http://127.0.0.1:1/v1/x", Err: raw}
+			assert.Equal(t, heed.Terminal, heed.DefaultClassifier(req, nil, wrapped).Class, "%v", wrapped)
+
+			inner := &countingRT{next: &http.Transport{}}
+			tr := heed.New(inner, heed.WithPolicy(heed.Policy{RetryUnsafe: true}))
+			resp, err := tr.RoundTrip(req)
+			require.Error(t, err)
+			assert.Nil(t, resp)
+			assert.Equal(t, raw.Error(), err.Error(), "the error is handed back as it is")
+			assert.Equal(t, 1, inner.n, "tried once")
+		})
+	}
+	// Errors that merely mention such text are not taken for them.
+	for _, msg := range []string{"read: xnet/http: invalid header", "proxy said net/http:invalid method"} {
+		assert.Equal(t, heed.Ambiguous, heed.DefaultClassifier(nil, nil, errors.New(msg)).Class, msg)
+	}
 }
