@@ -241,3 +241,94 @@ func TestWithBodyBuffer(t *testing.T) {
 		})
 	}
 }
+
+// TestGetBodyFailureHandsBackTheResponse: when the caller's GetBody fails
+// on a retry, the caller gets the response or error already in hand, as it
+// is, never heed's replay error; the response's body is still readable.
+func TestGetBodyFailureHandsBackTheResponse(t *testing.T) {
+	tests := []struct {
+		name       string
+		method     string
+		first      reply
+		status     int   // 0: the transport error is handed back
+		wantErr    error // with status 0
+		sendsAfter int   // requests the inner transport saw
+	}{
+		{"503 with a hint", "POST", reply{status: 503, header: hdr("Retry-After", "1"), body: "down"}, 503, nil, 1},
+		{"429 with a hint", "PUT", tooMany("Retry-After", "2"), 429, nil, 1},
+		{"500 on a PUT", "PUT", boom500, 500, nil, 1},
+		{"connection reset on a PUT", "PUT", reply{err: resetErr}, 0, resetErr, 1},
+		{"connection refused on a POST", "POST", reply{err: refuseErr}, 0, refuseErr, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(tt.first, ok200)
+				req := newRequest(t, t.Context(), tt.method, "https://api.example/v1/x", strings.NewReader("payload"))
+				calls := 0
+				req.GetBody = func() (io.ReadCloser, error) {
+					calls++
+					return nil, errDisk
+				}
+				resp, err := heed.New(rt, heed.WithPolicy(exact(heed.Policy{}))).RoundTrip(req)
+				assert.Equal(t, 1, calls, "GetBody was asked once, for the second attempt")
+				assert.Len(t, rt.requests(), tt.sendsAfter)
+				if tt.status == 0 {
+					assert.Nil(t, resp)
+					assert.Equal(t, tt.wantErr, err, "the transport error as it is")
+					return
+				}
+				require.NoError(t, err)
+				require.NotNil(t, resp)
+				assert.Equal(t, tt.status, resp.StatusCode)
+				b, rerr := io.ReadAll(resp.Body)
+				require.NoError(t, rerr)
+				assert.Equal(t, tt.first.body, string(b))
+				resp.Body.Close()
+			})
+		})
+	}
+}
+
+// TestPreparedBodyClosedWhenNotSent: the next attempt's body is made
+// before its wait; when the wait ends without a send (the context ends, or
+// the retry budget refuses), that body is closed.
+func TestPreparedBodyClosedWhenNotSent(t *testing.T) {
+	for _, name := range []string{"context ends in the wait", "retry budget refuses"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				rt := script(reply{status: 503, header: hdr("Retry-After", "5"), body: "down"}, ok200)
+				rt.before = func(*http.Request) {
+					if name == "context ends in the wait" {
+						go func() { time.Sleep(time.Second); cancel() }()
+					}
+				}
+				var made []*closeCounter
+				req := newRequest(t, ctx, "PUT", "https://api.example/v1/x", strings.NewReader("payload"))
+				req.GetBody = func() (io.ReadCloser, error) {
+					c := &closeCounter{Reader: strings.NewReader("payload")}
+					made = append(made, c)
+					return c, nil
+				}
+				p := exact(heed.Policy{})
+				if name == "retry budget refuses" {
+					p.Budget = heed.Budget{Ratio: -1, MinPerSecond: -1}
+				}
+				resp, err := heed.New(rt, heed.WithPolicy(p)).RoundTrip(req)
+				if resp != nil {
+					resp.Body.Close()
+				}
+				if name == "context ends in the wait" {
+					require.ErrorIs(t, err, context.Canceled)
+				} else {
+					require.NoError(t, err)
+				}
+				require.Len(t, rt.requests(), 1)
+				require.Len(t, made, 1)
+				assert.Equal(t, 1, made[0].closes(), "closed once")
+			})
+		})
+	}
+}

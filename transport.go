@@ -178,10 +178,11 @@ type roundTrip struct {
 	limiter  *adaptive    // the scope's adaptive rate limiter
 	scope    string
 	body     replay
-	newKey   string // a key heed adds to every attempt, if any
-	taken    bool   // a QuotaGate admitted the current send: tell it when done
-	episode  int64  // the episode heed's own gate admitted it in
-	urlText  string // the request URL redacted, once needed
+	newKey   string        // a key heed adds to every attempt, if any
+	next     *http.Request // the next attempt's request, made before its wait
+	taken    bool          // a QuotaGate admitted the current send: tell it when done
+	episode  int64         // the episode heed's own gate admitted it in
+	urlText  string        // the request URL redacted, once needed
 
 	// the last attempt
 	status int
@@ -209,12 +210,16 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		sent, err := rt.passGate(attempt, now)
 		if err != nil {
+			rt.dropNext()
 			return nil, err
 		}
-		out, err := rt.request(attempt)
-		if err != nil {
-			rt.done(nil, sent, false)
-			return nil, err
+		out := rt.next
+		rt.next = nil
+		if out == nil {
+			if out, err = rt.request(attempt); err != nil {
+				rt.done(nil, sent, false)
+				return nil, err
+			}
 		}
 		rt.limiter.sent(sent)
 		resp, err := rt.t.next.RoundTrip(out)
@@ -288,7 +293,16 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			discard(resp)
 			return nil, rt.deferred(&d, attempt)
 		}
+		// The next attempt's request is made now, while the response is in
+		// hand: when its body cannot be made again (GetBody fails), the
+		// caller gets that response, not the error.
+		next, nerr := rt.request(attempt + 1)
+		if nerr != nil {
+			return rt.giveUp(&d, "body not replayable", resp, err)
+		}
+		rt.next = next
 		if !rt.retries.retry(now) {
+			rt.dropNext()
 			d.op, d.wait, d.source, d.retryAt = opBudget, 0, "", time.Time{}
 			d.verdict.Reason = reasonRetryBudget
 			rt.decide(zapcore.WarnLevel, &d)
@@ -304,6 +318,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		// that millisecond would find its own hold still closed and wait
 		// again, logged, for a fraction of it.
 		if err := rules.Sleep(rt.ctx, time.Until(ceilMillisecond(now.Add(wait)))); err != nil {
+			rt.dropNext()
 			return nil, err
 		}
 		now = time.Time{} // passGate reads the clock anew
@@ -498,6 +513,15 @@ func (rt *roundTrip) request(attempt int) (*http.Request, error) {
 		return nil, fmt.Errorf("heed: replaying request body: %w", err)
 	}
 	return out, nil
+}
+
+// dropNext closes the body of the next attempt's request, made but not
+// sent.
+func (rt *roundTrip) dropNext() {
+	if rt.next != nil && rt.next.Body != nil {
+		rt.next.Body.Close()
+	}
+	rt.next = nil
 }
 
 func (rt *roundTrip) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {
