@@ -66,9 +66,15 @@ type Policy struct {
 	// Default: DefaultClassifier.
 	Classify Classifier
 	// Scope is the gate scope: requests of one scope share one "not before"
-	// time. Routes that share one server limit should share a Scope.
-	// Default: the request's host.
+	// time, published quota and retry budget. Routes that share one server
+	// limit should share a Scope. Default: the request's host.
 	Scope string
+	// ScopeFor, if set, names the scope of each request, from the request
+	// or its context: a multi-tenant caller keeps tenants that have limits
+	// of their own apart on one host. An empty name falls back to Scope. It
+	// is called once per RoundTrip, from many goroutines at once.
+	// Default: none.
+	ScopeFor func(*http.Request) string
 	// KeyHeader, if set, names an idempotency-key header. A POST or PATCH
 	// without it gets one random key per RoundTrip, the same on every
 	// attempt, and a request carrying it is replay-safe. Default: none.
@@ -177,6 +183,25 @@ func WithLogger(l *zap.Logger) Option {
 	})
 }
 
+// DefaultMaxHold is the longest a Transport holds a scope for other
+// requests, or counts a published quota toward a reset, when WithMaxHold is
+// not given.
+const DefaultMaxHold = 24 * time.Hour
+
+// WithMaxHold bounds what one response can impose on the other requests of
+// its scope: a hold (a throttled response's hint) and a published quota's
+// reset are shared with the gate as at most d ahead. The request that got
+// the hint still waits or defers by the hint itself: the server's word
+// stands for it. Default (also for d <= 0): DefaultMaxHold, a day.
+func WithMaxHold(d time.Duration) Option {
+	return optionFunc(func(t *Transport) {
+		if d <= 0 {
+			d = DefaultMaxHold
+		}
+		t.maxHold = d
+	})
+}
+
 // WithGate sets the gate that holds the scopes' "not before" times. Pass one
 // Gate to several Transports to share it. Default (also for nil): a gate
 // private to this Transport.
@@ -196,6 +221,7 @@ type policy struct {
 	reserve     time.Duration
 	classify    Classifier
 	scope       string
+	scopeFor    func(*http.Request) string
 	keyHeader   string // canonical form
 	retryUnsafe bool
 	budget      Budget
@@ -216,6 +242,7 @@ func resolve(p Policy, name string) *policy {
 		reserve:     max(p.Reserve, 0),
 		classify:    p.Classify,
 		scope:       p.Scope,
+		scopeFor:    p.ScopeFor,
 		retryUnsafe: p.RetryUnsafe,
 		budget:      p.Budget,
 	}
@@ -248,7 +275,7 @@ func resolve(p Policy, name string) *policy {
 	r.public = Policy{
 		Name: r.name, MaxAttempts: r.maxAttempts, MaxElapsed: r.maxElapsed, MaxWait: r.maxWait,
 		MinWait: r.minWait, Backoff: r.backoff, Jitter: r.jitter, Reserve: r.reserve,
-		Classify: r.classify, Scope: r.scope, KeyHeader: r.keyHeader, RetryUnsafe: r.retryUnsafe,
+		Classify: r.classify, Scope: r.scope, ScopeFor: r.scopeFor, KeyHeader: r.keyHeader, RetryUnsafe: r.retryUnsafe,
 		Budget: r.budget,
 	}
 	return r

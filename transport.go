@@ -35,6 +35,7 @@ type Transport struct {
 	mem        *memGate  // gate, when it is heed's own: called with the time
 	local      bool      // mem counts quotas beside a plain gate, which holds
 	bodyBound  int64
+	maxHold    time.Duration // the longest hold or reset shared with the gate
 
 	observe func(Event)
 
@@ -52,7 +53,7 @@ type scopeLocal struct {
 // New returns a Transport that sends through next (http.DefaultTransport
 // when nil). It panics if a WithRoute pattern is invalid or two conflict.
 func New(next http.RoundTripper, opts ...Option) *Transport {
-	t := &Transport{next: next, log: zap.NewNop(), bodyBound: DefaultBodyBuffer}
+	t := &Transport{next: next, log: zap.NewNop(), bodyBound: DefaultBodyBuffer, maxHold: DefaultMaxHold}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(t)
@@ -137,6 +138,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := time.Now()
 	b := rules.NewBudget(ctx, start, p.maxElapsed)
 	scope := p.scope
+	if p.scopeFor != nil {
+		if s := p.scopeFor(req); s != "" {
+			scope = s
+		}
+	}
 	if scope == "" {
 		scope = req.URL.Host
 		if scope == "" {
@@ -263,7 +269,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			hint = max(hint, p.minWait)
 		}
 		if v.Class == Throttled && hinted {
-			rt.hold(now.Add(hint))
+			rt.hold(now, hint)
 		}
 		rt.limiter.answered(now, sent, v.Class == Throttled, hint)
 		switch {
@@ -452,7 +458,7 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
 	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
 		now = time.Now()
 		if r, reset, _, ok := quota(resp.Header, now); ok {
-			q = &Quota{Remaining: r, Reset: now.Add(reset)}
+			q = &Quota{Remaining: r, Reset: now.Add(min(reset, rt.t.maxHold))}
 		}
 	}
 	if rt.t.mem != nil {
@@ -489,9 +495,10 @@ func (rt *roundTrip) decide(level zapcore.Level, d *decision) {
 	rt.t.notify(rt.ctx, d)
 }
 
-// hold extends the scope's gate; a gate error is logged and ignored.
-func (rt *roundTrip) hold(until time.Time) {
-	if err := rt.t.gate.Hold(rt.ctx, rt.scope, until); err != nil {
+// hold extends the scope's gate to hint after now, at most the Transport's
+// MaxHold; a gate error is logged and ignored.
+func (rt *roundTrip) hold(now time.Time, hint time.Duration) {
+	if err := rt.t.gate.Hold(rt.ctx, rt.scope, now.Add(min(hint, rt.t.maxHold))); err != nil {
 		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
 }
