@@ -69,12 +69,6 @@ type Policy struct {
 	// time, published quota and retry budget. Routes that share one server
 	// limit should share a Scope. Default: the request's host.
 	Scope string
-	// ScopeFor, if set, names the scope of each request, from the request
-	// or its context: a multi-tenant caller keeps tenants that have limits
-	// of their own apart on one host. An empty name falls back to Scope. It
-	// is called once per RoundTrip, from many goroutines at once.
-	// Default: none.
-	ScopeFor func(*http.Request) string
 	// KeyHeader, if set, names an idempotency-key header. A POST or PATCH
 	// without it gets one random key per RoundTrip, the same on every
 	// attempt, and a request carrying it is replay-safe. Default: none.
@@ -86,6 +80,12 @@ type Policy struct {
 	// attempts. Default: the zero Budget, that is a ratio of 0.2 plus 10
 	// retries a second over 10s; Budget{Disabled: true} turns it off.
 	Budget Budget
+	// ScopeFor, if set, names the scope of each request, from the request
+	// or its context: a multi-tenant caller keeps tenants that have limits
+	// of their own apart on one host. An empty name falls back to Scope. It
+	// is called once per RoundTrip, from many goroutines at once.
+	// Default: none.
+	ScopeFor func(*http.Request) string
 }
 
 // Backoff gives the wait before a retry when the server gave no hint.
