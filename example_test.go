@@ -141,3 +141,73 @@ func ExampleNewGate() {
 	// b deferred: cooling down attempts 0
 	// requests the server saw: 1
 }
+
+// Keep tenants that have limits of their own apart on one host: the scope
+// of each request comes from its context, so one tenant's 429 holds that
+// tenant alone.
+func ExamplePolicy_scopeFor() {
+	type tenantKey struct{}
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.URL.Query().Get("tenant") == "acme" {
+			w.Header().Set("Retry-After", "600")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: heed.New(http.DefaultTransport, heed.WithPolicy(heed.Policy{
+		ScopeFor: func(r *http.Request) string {
+			tenant, _ := r.Context().Value(tenantKey{}).(string)
+			return tenant // "" falls back to the host
+		},
+	}))}
+	get := func(tenant string) error {
+		ctx := context.WithValue(context.Background(), tenantKey{}, tenant)
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/x?tenant="+tenant, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	fmt.Println("acme deferred:", errors.Is(get("acme"), heed.ErrDeferred))
+	fmt.Println("acme again, unsent:", errors.Is(get("acme"), heed.ErrDeferred), calls.Load())
+	fmt.Println("globex sent:", get("globex") == nil, calls.Load())
+	// Output:
+	// acme deferred: true
+	// acme again, unsent: true 1
+	// globex sent: true 2
+}
+
+// Bound what one response can impose on the rest of its scope: a server
+// that answers a 429 with a hint of a year defers that request by a year,
+// but holds the other requests of the host an hour at most.
+func ExampleWithMaxHold() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/broken" {
+			w.Header().Set("Retry-After", "31536000") // a year
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: heed.New(http.DefaultTransport, heed.WithMaxHold(time.Hour))}
+	var de *heed.DeferredError
+	_, err := client.Get(srv.URL + "/broken")
+	if errors.As(err, &de) {
+		fmt.Println("that request waits:", de.Wait)
+	}
+	_, err = client.Get(srv.URL + "/other")
+	if errors.As(err, &de) {
+		fmt.Println("the host is held for:", de.Wait.Round(time.Minute), "attempts", de.Attempts)
+	}
+	// Output:
+	// that request waits: 8760h0m0s
+	// the host is held for: 1h0m0s attempts 0
+}
