@@ -49,8 +49,9 @@ type HTTPChecker struct {
 	// by all HTTPCheckers without one, whose Transport is heed.New(nil,
 	// heed.WithPolicy(heed.Policy{Name: "jobpoll", MaxElapsed: 30s})).
 	Client *http.Client
-	// MaxBody is the largest status body read, in bytes; a larger one is an
-	// error. Default 1 MiB.
+	// MaxBody is the largest status body read, in bytes: a larger 2xx body
+	// is a *BodyTooLargeError, read no further than MaxBody+1 bytes; an
+	// *HTTPError keeps the first MaxBody bytes. Default 1 MiB.
 	MaxBody int64
 	// Method is the status request's method, for APIs that report a job's
 	// state in answer to a POST (a query or RPC-style endpoint). The
@@ -68,8 +69,9 @@ type HTTPChecker struct {
 // Check sends one status request and returns the state found at Field,
 // the server's hint for the next check (heed.Hint: Retry-After and the
 // other rate-limit headers), and the body. A response other than 2xx is an
-// *HTTPError; a body without a usable state is a *FieldError. A *heed.DeferredError from the client's Transport comes back
-// wrapped, so that errors.As finds it.
+// *HTTPError; a 2xx body longer than MaxBody is a *BodyTooLargeError; a
+// body without a usable state is a *FieldError. A *heed.DeferredError from
+// the client's Transport comes back wrapped, so that errors.As finds it.
 func (h *HTTPChecker) Check(ctx context.Context) (Status, error) {
 	path, err := ParsePath(h.Field)
 	if err != nil {
@@ -113,11 +115,12 @@ func (h *HTTPChecker) Check(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("jobpoll: reading status body: %w", err)
 	}
-	if int64(len(body)) > limit {
-		return Status{}, fmt.Errorf("jobpoll: status body larger than %d bytes", limit)
-	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Status{}, &HTTPError{StatusCode: resp.StatusCode, Body: body}
+		// The status says what went wrong; the body only illustrates it.
+		return Status{}, &HTTPError{StatusCode: resp.StatusCode, Body: body[:min(int64(len(body)), limit)]}
+	}
+	if int64(len(body)) > limit {
+		return Status{}, &BodyTooLargeError{Limit: limit}
 	}
 	hint, _, hinted := heed.Hint(resp, time.Now())
 	state, err := path.Lookup(body)
@@ -139,6 +142,20 @@ type HTTPError struct {
 // Error returns "jobpoll: status check: HTTP CODE TEXT".
 func (e *HTTPError) Error() string {
 	return "jobpoll: status check: HTTP " + strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
+}
+
+// BodyTooLargeError is a 2xx status response whose body is longer than
+// HTTPChecker.MaxBody. The status endpoint answered, but not with a status
+// jobpoll reads: like a *FieldError, it is about the response's content,
+// not about reaching the endpoint, nor about the job.
+type BodyTooLargeError struct {
+	// Limit is the HTTPChecker's MaxBody, in bytes.
+	Limit int64
+}
+
+// Error returns "jobpoll: status body larger than LIMIT bytes".
+func (e *BodyTooLargeError) Error() string {
+	return "jobpoll: status body larger than " + strconv.FormatInt(e.Limit, 10) + " bytes"
 }
 
 // OperationURL returns the status URL of a long-running operation from the
