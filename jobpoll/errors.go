@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // ErrNoTerminal is returned by Poll, before any check, when the Poller has
@@ -24,7 +25,8 @@ var ErrNoTerminal = errors.New("jobpoll: Poller.Terminal is empty")
 // the status check's transport, and errors.As finds it. RetryAt reads the
 // time to come back from either.
 type TimeoutError struct {
-	// JobID is the job's id, as given to Poll.
+	// JobID is the job's id, as given to Poll. Error shows it without
+	// the userinfo, query or fragment of a URL.
 	JobID string
 	// LastState is the state at the last check; "" when there was none.
 	LastState string
@@ -46,7 +48,7 @@ type TimeoutError struct {
 func (e *TimeoutError) Error() string {
 	var b strings.Builder
 	b.WriteString("jobpoll: job ")
-	b.WriteString(e.JobID)
+	b.WriteString(rules.RedactText(e.JobID))
 	if e.MaxWait > 0 {
 		b.WriteString(" not finished, and its next check is more than ")
 		b.WriteString(e.MaxWait.String())
@@ -92,7 +94,8 @@ func (e *TimeoutError) Timeout() bool { return true }
 // in neither Poller.Terminal nor Poller.Running (when Running is set), or an
 // empty state. The job may be anything: it is not taken as still running.
 type UnknownStateError struct {
-	// JobID is the job's id, as given to Poll.
+	// JobID is the job's id, as given to Poll. Error shows it without
+	// the userinfo, query or fragment of a URL.
 	JobID string
 	// State is the state the check found.
 	State string
@@ -104,7 +107,7 @@ type UnknownStateError struct {
 func (e *UnknownStateError) Error() string {
 	var b strings.Builder
 	b.WriteString("jobpoll: job ")
-	b.WriteString(e.JobID)
+	b.WriteString(rules.RedactText(e.JobID))
 	b.WriteString(": unknown state ")
 	b.WriteString(strconv.Quote(e.State))
 	b.WriteString(" (terminal: ")
@@ -123,7 +126,8 @@ func (e *UnknownStateError) Error() string {
 // *heed.DeferredError, whose RetryAt says when to come back). It says
 // nothing about the job itself.
 type CheckError struct {
-	// JobID is the job's id, as given to Poll.
+	// JobID is the job's id, as given to Poll. Error shows it without
+	// the userinfo, query or fragment of a URL.
 	JobID string
 	// LastState is the state at the last successful check; "" when there
 	// was none.
@@ -134,11 +138,15 @@ type CheckError struct {
 	Err error
 }
 
-// Error describes the failed check.
+// Error describes the failed check. It shows no URL's userinfo, query or
+// fragment: the URLs that Err's text quotes (net/http's *url.Error quotes
+// the status URL, or a redirect's Location, whole) and a JobID that is a
+// URL are shown without them. Err itself is kept as it is, for errors.Is
+// and errors.As.
 func (e *CheckError) Error() string {
 	var b strings.Builder
 	b.WriteString("jobpoll: job ")
-	b.WriteString(e.JobID)
+	b.WriteString(rules.RedactText(e.JobID))
 	b.WriteString(": check ")
 	b.WriteString(strconv.Itoa(e.Checks))
 	b.WriteString(" failed")
@@ -148,7 +156,7 @@ func (e *CheckError) Error() string {
 		b.WriteByte(')')
 	}
 	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
+	b.WriteString(rules.RedactError(e.Err, nil))
 	return b.String()
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -68,7 +69,9 @@ type Poller struct {
 	Backoff heed.Backoff
 	// Logger gets one line per decision: op "poll wait" before each wait
 	// (fields job, check, state, wait, source, next_check), "poll done",
-	// "poll timeout" and "poll unknown state". Default (also nil): none.
+	// "poll timeout" and "poll unknown state". A job id that is a URL is
+	// logged without its userinfo, query or fragment. Default (also nil):
+	// none.
 	Logger *zap.Logger
 }
 
@@ -98,6 +101,7 @@ func (p *Poller) PollAt(ctx context.Context, jobID string, c Checker, first time
 	if log == nil {
 		log = zap.NewNop()
 	}
+	logID := rules.RedactText(jobID) // a status URL as the id, without its secrets
 	minWait := p.MinWait
 	if minWait <= 0 {
 		minWait = DefaultMinWait
@@ -134,14 +138,14 @@ func (p *Poller) PollAt(ctx context.Context, jobID string, c Checker, first time
 			} else if wait == 0 {
 				te.NextCheck = now
 			}
-			log.Warn("poll timeout", zap.String("op", "poll timeout"), zap.String("job", jobID),
+			log.Warn("poll timeout", zap.String("op", "poll timeout"), zap.String("job", logID),
 				zap.Int("check", checks), zap.String("state", last.State), zap.Duration("wait", wait),
 				zap.String("source", source), zap.Time("next_check", te.NextCheck), zap.Duration("elapsed", te.Elapsed))
 			return last, te
 		}
 		if wait > 0 {
 			if ce := log.Check(zapcore.InfoLevel, "poll wait"); ce != nil {
-				ce.Write(zap.String("op", "poll wait"), zap.String("job", jobID), zap.Int("check", checks),
+				ce.Write(zap.String("op", "poll wait"), zap.String("job", logID), zap.Int("check", checks),
 					zap.String("state", last.State), zap.Duration("wait", wait), zap.String("source", source),
 					zap.Time("next_check", next))
 			}
@@ -164,11 +168,11 @@ func (p *Poller) PollAt(ctx context.Context, jobID string, c Checker, first time
 		last = st
 		switch p.kind(st.State) {
 		case stateTerminal:
-			log.Info("poll done", zap.String("op", "poll done"), zap.String("job", jobID),
+			log.Info("poll done", zap.String("op", "poll done"), zap.String("job", logID),
 				zap.Int("check", checks), zap.String("state", st.State), zap.Duration("elapsed", now.Sub(start)))
 			return st, nil
 		case stateUnknown:
-			log.Warn("poll unknown state", zap.String("op", "poll unknown state"), zap.String("job", jobID),
+			log.Warn("poll unknown state", zap.String("op", "poll unknown state"), zap.String("job", logID),
 				zap.Int("check", checks), zap.String("state", st.State))
 			return st, &UnknownStateError{JobID: jobID, State: st.State, Terminal: p.Terminal, Running: p.Running}
 		}
