@@ -18,7 +18,7 @@ const (
 	exitFailure     = 1   // get: any other error; poll: a terminal state that is not a success
 	exitUsage       = 2   // bad flags or arguments
 	exitHTTP        = 22  // a response other than 2xx, after retries (as curl -f)
-	exitDataErr     = 65  // poll: the state is unknown, or missing from the body (EX_DATAERR)
+	exitDataErr     = 65  // poll: the state is unknown or missing, or the status body too large (EX_DATAERR)
 	exitUnavailable = 69  // poll: the status endpoint could not be reached (EX_UNAVAILABLE)
 	exitTempFail    = 75  // deferred: try again at the time printed as "retry-at" (EX_TEMPFAIL)
 	exitInterrupted = 130 // interrupted by SIGINT or SIGTERM

@@ -36,8 +36,8 @@ Exit codes:
        a wait that cannot fit (EX_TEMPFAIL): stdout is one line
        "retry-at <RFC 3339 time>", the earliest time to check again
   22   the status endpoint answered other than 2xx, after retries
-  65   a state in neither --terminal nor --running, or no state in the body
-       (EX_DATAERR)
+  65   a state in neither --terminal nor --running, no state in the body, or
+       a status body over 1 MiB (EX_DATAERR)
   69   the status endpoint could not be reached (EX_UNAVAILABLE)
   2    bad flags or arguments
   130  interrupted
@@ -132,6 +132,7 @@ func pollError(stdout, stderr io.Writer, err error, deadline time.Duration) int 
 		de *heed.DeferredError
 		ue *jobpoll.UnknownStateError
 		fe *jobpoll.FieldError
+		be *jobpoll.BodyTooLargeError
 		he *jobpoll.HTTPError
 	)
 	switch {
@@ -147,7 +148,7 @@ func pollError(stdout, stderr io.Writer, err error, deadline time.Duration) int 
 		}
 		printRetryAt(stdout, stderr, "poll", de.RetryAt, why)
 		return exitTempFail
-	case errors.As(err, &ue), errors.As(err, &fe):
+	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &be):
 		fmt.Fprintf(stderr, "heed poll: %v\n", err)
 		return exitDataErr
 	case errors.As(err, &he):

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +99,37 @@ func TestPollCommand(t *testing.T) {
 		assert.Equal(t, 22, r.code)
 		assert.Contains(t, r.stderr, "HTTP 404")
 		assert.Contains(t, r.stderr, "no such job")
+	})
+
+	t.Run("a 100 MB status body: exit 65 without reading it all", func(t *testing.T) {
+		const size = 100 << 20
+		sent := make(chan int64, 1)
+		srv := newScriptServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(size))
+			chunk := []byte(`{"status":"running","pad":"` + strings.Repeat("x", 64<<10))
+			var n int64
+			for n < size {
+				m, err := w.Write(chunk[:min(int64(len(chunk)), size-n)])
+				n += int64(m)
+				if err != nil {
+					break
+				}
+				chunk = bytes.Repeat([]byte("x"), 64<<10)
+			}
+			sent <- n
+		})
+		r := poll(t, srv.URL+"/v1/jobs/job-10", "--deadline", "30s")
+		assert.Equal(t, 65, r.code, "the body is the data error, not the endpoint unreachable")
+		assert.Less(t, r.took, 10*time.Second)
+		assert.Contains(t, r.stderr, "status body larger than 1048576 bytes")
+		assert.Empty(t, r.stdout)
+		select {
+		case n := <-sent:
+			assert.Less(t, n, int64(size), "heed poll stopped reading")
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server is still sending")
+		}
 	})
 
 	t.Run("headers are sent with every check", func(t *testing.T) {
