@@ -43,6 +43,10 @@ func parseCommand(name, usage string, fs *flag.FlagSet, args []string, stderr io
 type headerFlags struct {
 	header http.Header
 	host   string // a Host header, which net/http takes from Request.Host
+	// bad is why a flag was malformed. Set keeps it here rather than
+	// return it, since package flag would print the value with it, and
+	// a value may hold a secret ("Authorization Bearer sk-…").
+	bad error
 }
 
 // String returns the headers, one "Name: value" after another.
@@ -59,12 +63,21 @@ func (h *headerFlags) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// Set adds one "Name: value" header.
+// Set adds one "Name: value" header. A malformed one is kept in bad,
+// without s, for the command to report after parsing; Set returns nil.
 func (h *headerFlags) Set(s string) error {
 	name, value, ok := strings.Cut(s, ":")
 	name = strings.TrimSpace(name)
-	if !ok || name == "" || strings.ContainsAny(name, " \t") {
-		return fmt.Errorf("want 'Name: value', got %q", s)
+	switch {
+	case !ok:
+		h.fail("no ':'")
+		return nil
+	case name == "":
+		h.fail("no name")
+		return nil
+	case strings.ContainsAny(name, " \t"):
+		h.fail("a name with a space")
+		return nil
 	}
 	value = strings.TrimSpace(value)
 	if http.CanonicalHeaderKey(name) == "Host" {
@@ -76,6 +89,13 @@ func (h *headerFlags) Set(s string) error {
 	}
 	h.header.Add(name, value)
 	return nil
+}
+
+// fail records the first malformed -H.
+func (h *headerFlags) fail(what string) {
+	if h.bad == nil {
+		h.bad = errors.New("-H: want 'Name: value', got " + what)
+	}
 }
 
 // listFlag is a comma-separated list of words, such as job states.

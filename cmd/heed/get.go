@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // getUsage is the help text of "heed get".
@@ -25,6 +26,8 @@ cannot fit the deadline it stops at once and says when to try again.
 
 The response body goes to stdout. One line per decision of heed goes to
 stderr; while waiting, on a terminal, a live countdown to the next attempt.
+heed never prints a URL's userinfo, query or fragment, nor the request's
+headers.
 
 Exit codes:
   0    a 2xx response; its body is on stdout
@@ -57,6 +60,9 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 	target, usageErr, code, done := parseCommand("get", getUsage, fs, args, stderr)
 	if done {
 		return code
+	}
+	if headers.bad != nil {
+		return usageErr("%v", headers.bad)
 	}
 	if *attempts < 1 {
 		return usageErr("--attempts must be at least 1")
@@ -92,7 +98,7 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 	}
 	req, err := http.NewRequestWithContext(ctx, m, target, body)
 	if err != nil {
-		return usageErr("%v", err)
+		return usageErr("%s", rules.RedactError(err, nil))
 	}
 	if body != nil {
 		req.ContentLength = size
@@ -125,7 +131,7 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 	resp, err := client.Do(req)
 	stopLog()
 	if err != nil {
-		return getError(stdout, stderr, err, *deadline)
+		return getError(stdout, stderr, err, req.URL, *deadline)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -136,7 +142,7 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 		return exitHTTP
 	}
 	if _, err := io.Copy(stdout, resp.Body); err != nil {
-		fmt.Fprintf(stderr, "heed get: reading the response body: %v\n", err)
+		fmt.Fprintf(stderr, "heed get: reading the response body: %s\n", rules.RedactError(err, req.URL))
 		if errors.Is(err, context.Canceled) {
 			return exitInterrupted
 		}
@@ -145,8 +151,10 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// getError reports a failed request and returns the exit code for it.
-func getError(stdout, stderr io.Writer, err error, deadline time.Duration) int {
+// getError reports a failed request to target and returns the exit code
+// for it. The error's text is shown without the secrets of the URLs it
+// quotes: target's, and a redirect's Location.
+func getError(stdout, stderr io.Writer, err error, target *url.URL, deadline time.Duration) int {
 	var de *heed.DeferredError
 	if errors.As(err, &de) {
 		why := "deferred: " + de.Reason
@@ -162,21 +170,22 @@ func getError(stdout, stderr io.Writer, err error, deadline time.Duration) int {
 		fmt.Fprintln(stderr, "heed get: interrupted")
 		return exitInterrupted
 	case errors.Is(err, context.DeadlineExceeded):
-		fmt.Fprintf(stderr, "heed get: the deadline of %s passed during an attempt: %v\n", deadline, err)
+		fmt.Fprintf(stderr, "heed get: the deadline of %s passed during an attempt: %s\n", deadline, rules.RedactError(err, target))
 		return exitFailure
 	}
-	fmt.Fprintf(stderr, "heed get: %v\n", err)
+	fmt.Fprintf(stderr, "heed get: %s\n", rules.RedactError(err, target))
 	return exitFailure
 }
 
-// checkURL accepts an absolute http or https URL.
+// checkURL accepts an absolute http or https URL. Its error shows s
+// without userinfo, query or fragment.
 func checkURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return "", err
+		return "", errors.New(rules.RedactError(err, nil))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("want an http:// or https:// URL, got %q", s)
+		return "", fmt.Errorf("want an http:// or https:// URL, got %q", rules.RedactText(s))
 	}
 	return s, nil
 }

@@ -163,7 +163,10 @@ func TestHeaderFlags(t *testing.T) {
 	assert.Equal(t, "Bearer a:b", h.header.Get("Authorization"))
 	assert.Equal(t, []string{"one", "two"}, h.header.Values("X-Tag"))
 	assert.Equal(t, "api.example.com", h.host)
-	for _, bad := range []string{"", "NoColon", ": value", "Two Words: x"} {
-		assert.Error(t, h.Set(bad), "%q", bad)
+	for _, bad := range []string{"", "NoColon", ": value", "Two Words: x", "Authorization Bearer sk-secret"} {
+		var h headerFlags
+		require.NoError(t, h.Set(bad), "package flag would quote the value with an error")
+		require.Error(t, h.bad, "%q", bad)
+		assert.NotContains(t, h.bad.Error(), "sk-secret")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 	"github.com/heed-go/heed/jobpoll"
 )
 
@@ -27,7 +28,8 @@ from the JSON field --state-field: "status", "properties.status",
 long as the status response asks (Retry-After), never less than 1s, else
 backs off with jitter from --interval, doubling to --max-interval. The
 deadline is checked before each wait: when the next check would come too
-late, it stops at once and says when to come back.
+late, it stops at once and says when to come back. Messages name the job
+by its URL without userinfo, query or fragment.
 
 Exit codes:
   0    the job reached a --success state; the last status body is on stdout
@@ -65,6 +67,9 @@ func runPoll(args []string, stdout, stderr io.Writer) int {
 	target, usageErr, code, done := parseCommand("poll", pollUsage, fs, args, stderr)
 	if done {
 		return code
+	}
+	if headers.bad != nil {
+		return usageErr("%v", headers.bad)
 	}
 	if len(terminal) == 0 {
 		return usageErr("--terminal is required: the states in which the job is finished")
@@ -125,7 +130,8 @@ func runPoll(args []string, stdout, stderr io.Writer) int {
 }
 
 // pollError reports why a poll ended without a terminal state and returns
-// the exit code for it.
+// the exit code for it. The error's text is shown without the secrets of
+// the URLs it quotes.
 func pollError(stdout, stderr io.Writer, err error, deadline time.Duration) int {
 	var (
 		te *jobpoll.TimeoutError
@@ -135,6 +141,7 @@ func pollError(stdout, stderr io.Writer, err error, deadline time.Duration) int 
 		be *jobpoll.BodyTooLargeError
 		he *jobpoll.HTTPError
 	)
+	msg := rules.RedactError(err, nil)
 	switch {
 	case errors.As(err, &te):
 		why := fmt.Sprintf("job %s still %q after %s and %d checks; the next check would pass the deadline of %s",
@@ -149,10 +156,10 @@ func pollError(stdout, stderr io.Writer, err error, deadline time.Duration) int 
 		printRetryAt(stdout, stderr, "poll", de.RetryAt, why)
 		return exitTempFail
 	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, &be):
-		fmt.Fprintf(stderr, "heed poll: %v\n", err)
+		fmt.Fprintf(stderr, "heed poll: %s\n", msg)
 		return exitDataErr
 	case errors.As(err, &he):
-		fmt.Fprintf(stderr, "heed poll: %v\n", err)
+		fmt.Fprintf(stderr, "heed poll: %s\n", msg)
 		if len(he.Body) > 0 {
 			body := he.Body[:min(len(he.Body), getMaxErrorBody)]
 			fmt.Fprintf(stderr, "%s\n", body)
@@ -162,18 +169,18 @@ func pollError(stdout, stderr io.Writer, err error, deadline time.Duration) int 
 		fmt.Fprintln(stderr, "heed poll: interrupted")
 		return exitInterrupted
 	}
-	fmt.Fprintf(stderr, "heed poll: %v\n", err)
+	fmt.Fprintf(stderr, "heed poll: %s\n", msg)
 	return exitUnavailable
 }
 
 // jobName is how heed poll names the job in messages: the status URL
-// without query or userinfo.
+// without userinfo, query or fragment.
 func jobName(target string) string {
 	u, err := url.Parse(target)
 	if err != nil {
-		return target
+		return rules.RedactText(target)
 	}
-	return u.Scheme + "://" + u.Host + u.EscapedPath()
+	return rules.RedactURL(u)
 }
 
 // containsFold reports whether list holds s, ignoring case, as jobpoll
