@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,17 +47,21 @@ func runHeed(t *testing.T, bin string, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		require.NoError(t, err)
-	}
+	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start), code: exitCode(t, err)}
 	t.Logf("heed %q: exit %d in %s\nstdout: %s\nstderr: %s", args, r.code, r.took.Round(time.Millisecond), r.stdout, r.stderr)
 	return r
+}
+
+// exitCode returns the exit code of a command that ended with err, as
+// exec.Cmd.Wait returns it, and fails the test if it did not run.
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	require.NoError(t, err)
+	return 0
 }
 
 // scriptServer answers requests from a list of handlers in turn, repeating
@@ -103,4 +112,45 @@ func reply(status int, body string, headers ...string) http.HandlerFunc {
 		w.WriteHeader(status)
 		_, _ = w.Write([]byte(body))
 	}
+}
+
+// newRawServer serves each connection on 127.0.0.1 with the next of
+// responses, written byte for byte as given (the last repeats), after
+// reading one request; then it closes the connection. It is for what
+// net/http's server will not send, such as a status text of one's own.
+func newRawServer(t *testing.T, responses ...string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		for n := 0; ; n++ {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if _, err := http.ReadRequest(bufio.NewReader(conn)); err == nil {
+				_, _ = io.WriteString(conn, responses[min(n, len(responses)-1)])
+			}
+			conn.Close()
+		}
+	}()
+	return "http://" + l.Addr().String()
+}
+
+// rawResponse is an HTTP/1.1 response with status line "HTTP/1.1 "+status,
+// the headers given as "Name: value" lines, and body.
+func rawResponse(status, body string, headers ...string) string {
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 " + status + "\r\n")
+	for _, h := range headers {
+		b.WriteString(h + "\r\n")
+	}
+	fmt.Fprintf(&b, "Content-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	return b.String()
 }

@@ -43,12 +43,14 @@ func isTerminal(w io.Writer) bool {
 // clearLine erases the countdown line: carriage return, erase to the end.
 const clearLine = "\r\x1b[K"
 
-// Write clears the countdown line, if shown, and writes p.
+// Write clears the countdown line, if shown, and writes p with its control
+// characters escaped (escapeControls): a log line may quote what a server
+// sent.
 func (c *countdown) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.clearLocked()
-	return c.w.Write(p)
+	return escaper{c.w}.Write(p)
 }
 
 // Sync is a no-op, for zapcore.WriteSyncer.

@@ -80,3 +80,17 @@ func TestRemaining(t *testing.T) {
 		assert.Equal(t, want, remaining(d), "%s", d)
 	}
 }
+
+// TestTerminalLogEscapesControls asserts that a log line on a terminal
+// shows the control characters its fields may quote from a server
+// escaped: zap itself passes DEL and C1 controls through.
+func TestTerminalLogEscapesControls(t *testing.T) {
+	var out syncBuffer
+	log, stop := newDecisionLogger(&out, false, true)
+	log.Info("give up", zap.String("op", "give up"), zap.String("error", "malformed header: \u009b2J\x7f"))
+	stop()
+	assert.Contains(t, out.String(), `malformed header: \u009b2J\x7f`)
+	assert.NotContains(t, out.String(), "\u009b")
+	assert.NotContains(t, out.String(), "\x7f")
+	assert.True(t, strings.HasSuffix(out.String(), "\n"), "the line still ends")
+}

@@ -24,10 +24,12 @@ Sends one HTTP request through heed: it retries what is worth retrying,
 waits exactly as long as the server asks (never less), and when that wait
 cannot fit the deadline it stops at once and says when to try again.
 
-The response body goes to stdout. One line per decision of heed goes to
-stderr; while waiting, on a terminal, a live countdown to the next attempt.
-heed never prints a URL's userinfo, query or fragment, nor the request's
-headers.
+The response body goes to stdout, as sent. One line per decision of heed
+goes to stderr; while waiting, on a terminal, a live countdown to the next
+attempt. heed never prints a URL's userinfo, query or fragment, nor the
+request's headers. On a terminal, stderr shows the control characters of
+what the server sent (its status text, an error body) escaped, as \x1b;
+elsewhere (a pipe, a file) they are written as sent.
 
 Exit codes:
   0    a 2xx response; its body is on stdout
@@ -84,6 +86,7 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "heed get: %v\n", err)
 		return exitFailure
 	}
+	errw := terminalSafe(stderr)
 	if c, ok := body.(io.Closer); ok {
 		// heed closes the body it sends; this covers the paths that send
 		// nothing.
@@ -131,18 +134,19 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 	resp, err := client.Do(req)
 	stopLog()
 	if err != nil {
-		return getError(stdout, stderr, err, req.URL, *deadline)
+		return getError(stdout, errw, err, req.URL, *deadline)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		fmt.Fprintf(stderr, "heed get: HTTP %s\n", resp.Status)
-		if n, _ := io.Copy(stderr, io.LimitReader(resp.Body, getMaxErrorBody)); n > 0 {
-			fmt.Fprintln(stderr)
+		fmt.Fprintf(errw, "heed get: HTTP %s\n", resp.Status)
+		// Read first, so that the body is escaped in one piece.
+		if b, _ := io.ReadAll(io.LimitReader(resp.Body, getMaxErrorBody)); len(b) > 0 {
+			errw.Write(append(b, '\n'))
 		}
 		return exitHTTP
 	}
 	if _, err := io.Copy(stdout, resp.Body); err != nil {
-		fmt.Fprintf(stderr, "heed get: reading the response body: %s\n", rules.RedactError(err, req.URL))
+		fmt.Fprintf(errw, "heed get: reading the response body: %s\n", rules.RedactError(err, req.URL))
 		if errors.Is(err, context.Canceled) {
 			return exitInterrupted
 		}

@@ -29,7 +29,9 @@ long as the status response asks (Retry-After), never less than 1s, else
 backs off with jitter from --interval, doubling to --max-interval. The
 deadline is checked before each wait: when the next check would come too
 late, it stops at once and says when to come back. Messages name the job
-by its URL without userinfo, query or fragment.
+by its URL without userinfo, query or fragment. On a terminal, stderr shows
+the control characters of what the server sent (an error body) escaped, as
+\x1b; elsewhere they are written as sent. The body on stdout is as sent.
 
 Exit codes:
   0    the job reached a --success state; the last status body is on stdout
@@ -117,16 +119,17 @@ func runPoll(args []string, stdout, stderr io.Writer) int {
 	job := jobName(target)
 	st, err := poller.Poll(ctx, job, check)
 	stopLog()
+	errw := terminalSafe(stderr)
 	if err == nil {
 		stdout.Write(st.Body)
 		if containsFold(success, st.State) {
-			fmt.Fprintf(stderr, "heed poll: job %s: %s\n", job, st.State)
+			fmt.Fprintf(errw, "heed poll: job %s: %s\n", job, st.State)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "heed poll: job %s ended in %s, not a success (%s)\n", job, st.State, success.String())
+		fmt.Fprintf(errw, "heed poll: job %s ended in %s, not a success (%s)\n", job, st.State, success.String())
 		return exitFailure
 	}
-	return pollError(stdout, stderr, err, *deadline)
+	return pollError(stdout, errw, err, *deadline)
 }
 
 // pollError reports why a poll ended without a terminal state and returns
