@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // ErrDeferred is the error that every *DeferredError matches with errors.Is.
@@ -75,7 +77,7 @@ func (e *DeferredError) Error() string {
 	b.WriteByte(')')
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(redactError(e.Err, e.rawURL))
+		b.WriteString(rules.RedactError(e.Err, e.rawURL))
 	}
 	return b.String()
 }

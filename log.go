@@ -1,10 +1,7 @@
 package heed
 
 import (
-	"errors"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -74,7 +71,7 @@ func (t *Transport) logDecision(level zapcore.Level, d *decision) {
 	}
 	fields = append(fields, zap.Duration("left", d.left))
 	if d.err != nil {
-		fields = append(fields, zap.String("error", redactError(d.err, d.url)))
+		fields = append(fields, zap.String("error", rules.RedactError(d.err, d.url)))
 	}
 	ce.Write(fields...)
 }
@@ -85,34 +82,4 @@ func (d *decision) redacted() string {
 		return d.urlText
 	}
 	return rules.RedactURL(d.url)
-}
-
-// redactError returns err's text with the URLs it quotes redacted: that of
-// any *url.Error in its chain (net/http's errors quote the request URL),
-// and raw, the request's own URL, wherever it appears.
-func redactError(err error, raw *url.URL) string {
-	msg := err.Error()
-	var ue *url.Error
-	if errors.As(err, &ue) && ue.URL != "" {
-		msg = replaceURL(msg, ue.URL)
-	}
-	if raw != nil {
-		msg = replaceURL(msg, raw.String())
-	}
-	return msg
-}
-
-// replaceURL replaces rawURL in msg, as it is and as %q quotes it, with its
-// redacted form.
-func replaceURL(msg, rawURL string) string {
-	u, err := url.Parse(rawURL)
-	clean := ""
-	if err == nil {
-		clean = rules.RedactURL(u)
-	}
-	if clean == rawURL {
-		return msg
-	}
-	msg = strings.ReplaceAll(msg, strconv.Quote(rawURL), strconv.Quote(clean))
-	return strings.ReplaceAll(msg, rawURL, clean)
 }
