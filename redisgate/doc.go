@@ -12,16 +12,27 @@
 //
 // It needs Redis 4.0 or later (or a server that speaks its Lua scripting:
 // Valkey, KeyDB), alone, replicated or in a cluster. Each scope is one
-// Redis hash, named the prefix (WithPrefix) followed by
-// the scope. Every change is one Lua script, so it is atomic across the
-// fleet. Times are wall-clock Unix milliseconds taken from the clock of the
-// process that calls, so the processes' clocks must agree (as NTP keeps
-// them) to within the precision that matters for the limit; a hold's time
-// is rounded up to the next millisecond, so that no wait is shortened. The
-// hash expires, by a relative PEXPIRE, one second after the last time it
-// still needs passes: its hold, its quota's reset, the lifetime of the
-// sends it counts in flight, and two periods (at least two seconds) past
-// the start of the episode the inferred quota measures.
+// Redis hash, named the prefix (WithPrefix), then the scope in braces,
+// with the scope's braces and percent signs percent-encoded ("{" is %7B,
+// "}" %7D, "%" %25): scope "api.openai.com" is
+// "heed:gate:{api.openai.com}". So no two pairs of a prefix and a scope
+// share a hash (WithPrefix("heed:gate:tenant1:") with scope "openai" is
+// "heed:gate:tenant1:{openai}", the default prefix with scope
+// "tenant1:openai" is "heed:gate:{tenant1:openai}"), and in a cluster the
+// scope is the hash's hash tag unless the prefix has one of its own.
+// Earlier versions of redisgate named a hash the prefix followed by the
+// scope as it is: gates of both kinds do not share their scopes, and the
+// hashes named so are not read, and expire by themselves.
+// Every change is one Lua script on the scope's hash alone, so it is
+// atomic across the fleet. Times are wall-clock Unix milliseconds taken
+// from the clock of the process that calls, so the processes' clocks must
+// agree (as NTP keeps them) to within the precision that matters for the
+// limit; a hold's time is rounded up to the next millisecond, so that no
+// wait is shortened. The hash expires, by a relative PEXPIRE, one second
+// after the last time it still needs passes: its hold, its quota's reset,
+// the lifetime of the sends it counts in flight, and two periods (at
+// least two seconds) past the start of the episode the inferred quota
+// measures.
 //
 // # Sends in flight
 //

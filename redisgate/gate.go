@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -63,7 +64,16 @@ type gate struct {
 
 var _ heed.QuotaGate = (*gate)(nil)
 
-func (g *gate) key(scope string) string { return g.prefix + scope }
+// key returns the name of scope's hash: the prefix, then the scope in
+// braces with its braces and percent signs percent-encoded. No two
+// prefix and scope pairs share a name (the name ends in the only brace
+// pair the scope adds), and in a Redis Cluster, unless the prefix has a
+// hash tag of its own, the scope is the name's hash tag.
+func (g *gate) key(scope string) string {
+	return g.prefix + "{" + keyEscaper.Replace(scope) + "}"
+}
+
+var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 // args returns the arguments every script takes first.
 func (g *gate) args(now int64, more ...any) []any {

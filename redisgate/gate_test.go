@@ -100,7 +100,7 @@ func TestHoldExpires(t *testing.T) {
 		require.NoError(t, g.Hold(ctx, "s", until))
 		took := time.Since(start)
 		before := time.Now()
-		ttl, err := g.client.PTTL(ctx, "heed:gate:s").Result()
+		ttl, err := g.client.PTTL(ctx, g.key("s")).Result()
 		require.NoError(t, err)
 		after := time.Now()
 		at := expires.Add(g.margin)
@@ -125,7 +125,7 @@ func TestHoldExpires(t *testing.T) {
 	// With no hold, no quota and nothing in flight, the key stays only
 	// for the inferred quota: the episode that began at the hold's end is
 	// measured for two seconds.
-	ttl, err := g.client.PTTL(ctx, "heed:gate:s").Result()
+	ttl, err := g.client.PTTL(ctx, g.key("s")).Result()
 	require.NoError(t, err)
 	assert.InDelta(t, time.Until(later.Add(2*time.Second+g.margin)).Seconds(), ttl.Seconds(), 0.05)
 	off := newGate(t, s, WithInferredQuota(false), WithPrefix("off:"))
@@ -136,16 +136,16 @@ func TestHoldExpires(t *testing.T) {
 	assert.True(t, at.IsZero())
 	require.NoError(t, off.Done(ctx, "s", nil, true))
 	// Without it, the key goes away at once.
-	n, err := g.client.Exists(ctx, "off:s").Result()
+	n, err := g.client.Exists(ctx, off.key("s")).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n)
-	require.NoError(t, g.client.Del(ctx, "heed:gate:s").Err())
+	require.NoError(t, g.client.Del(ctx, g.key("s")).Err())
 
 	// Left alone, a key expires at the margin after its hold.
 	until = time.Now().Add(500 * time.Millisecond)
 	hold(until, until)
 	time.Sleep(time.Until(until.Add(g.margin + 20*time.Millisecond)))
-	n, err = g.client.Exists(ctx, "heed:gate:s").Result()
+	n, err = g.client.Exists(ctx, g.key("s")).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
@@ -157,9 +157,9 @@ func TestPrefix(t *testing.T) {
 		opts []Option
 		key  string
 	}{
-		{"default", nil, "heed:gate:api.example"},
-		{"set", []Option{WithPrefix("svc:limits:")}, "svc:limits:api.example"},
-		{"empty", []Option{WithPrefix("")}, "api.example"},
+		{"default", nil, "heed:gate:{api.example}"},
+		{"set", []Option{WithPrefix("svc:limits:")}, "svc:limits:{api.example}"},
+		{"empty", []Option{WithPrefix("")}, "{api.example}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,13 +211,13 @@ func TestScopeKeyExpiresWithItsQuotaAndSends(t *testing.T) {
 	at, err := g.Take(ctx, "s")
 	require.NoError(t, err)
 	require.True(t, at.IsZero())
-	ttl, err := g.client.PTTL(ctx, "heed:gate:s").Result()
+	ttl, err := g.client.PTTL(ctx, g.key("s")).Result()
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 10*time.Second, "a send in flight counts at least the lifetime")
 	assert.LessOrEqual(t, ttl, 20*time.Second+expiryMargin+2*time.Millisecond, "and less than two")
 
 	require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 5, Reset: time.Now().Add(time.Hour)}, true))
-	ttl, err = g.client.PTTL(ctx, "heed:gate:s").Result()
+	ttl, err = g.client.PTTL(ctx, g.key("s")).Result()
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 59*time.Minute, "the quota lives to its reset")
 	assert.LessOrEqual(t, ttl, time.Hour+expiryMargin+2*time.Millisecond)

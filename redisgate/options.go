@@ -25,8 +25,10 @@ const (
 )
 
 // WithPrefix sets the prefix of the gate's Redis keys: a scope's hash is
-// the prefix followed by the scope. Default: DefaultPrefix, "heed:gate:".
-// Gates share their scopes only if they share the prefix.
+// the prefix followed by the scope in braces, its braces and percent signs
+// percent-encoded (see Storage in the package doc). Default:
+// DefaultPrefix, "heed:gate:". Gates share their scopes only if they share
+// the prefix.
 func WithPrefix(prefix string) Option {
 	return optionFunc(func(g *gate) { g.prefix = prefix })
 }

@@ -326,7 +326,7 @@ func TestSendsInFlightAge(t *testing.T) {
 		for range n {
 			require.NoError(t, g.Done(ctx, "s", nil, true))
 		}
-		require.NoError(t, g.client.HSet(ctx, "heed:gate:s", "k", 0).Err())
+		require.NoError(t, g.client.HSet(ctx, g.key("s"), "k", 0).Err())
 		return n
 	}
 	steps := []struct {
