@@ -34,6 +34,19 @@
 // least two seconds) past the start of the episode the inferred quota
 // measures.
 //
+// Nothing is kept further ahead than Horizon, a week: a hold or a quota's
+// reset later than that, whatever a caller passes to Hold or Done, is kept
+// until the horizon, and no hash's expiry is longer. (A Transport shares
+// holds and resets only as far as heed.WithMaxHold, a day by default.)
+// Every script checks every field it reads: a field that is not a whole
+// number, or out of its range (a time more than Horizon ahead or before
+// 1970, a period longer than Horizon, a count beyond 10^15 either way, or
+// below 0 where it cannot be negative), is read as absent and written
+// back; a key that is not a hash is replaced;
+// and a hash without an expiry, or with one past the horizon, gets one.
+// So a hash edited by hand, or by another program, never turns the gate
+// off.
+//
 // # Sends in flight
 //
 // The quota accounting is heed's own (see heed.QuotaGate): it counts the

@@ -3,7 +3,6 @@ package redisgate
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,13 @@ import (
 // expiryMargin is how long a scope's hash outlives the last time it needs:
 // room for the latency of the call that set it.
 const expiryMargin = time.Second
+
+// Horizon is how far ahead of now the gate keeps anything. A hold or a
+// quota's reset later than that is kept until the horizon; a time in Redis
+// later than that, or a period longer, is read as absent; and no key of
+// the gate lives longer. A Transport shares holds and resets only as far
+// ahead as heed.WithMaxHold, a day by default.
+const Horizon = 7 * 24 * time.Hour
 
 // New returns a heed.Gate kept in Redis through client, which is also a
 // heed.QuotaGate: give it to the Transports of every process of a fleet
@@ -75,36 +81,34 @@ func (g *gate) key(scope string) string {
 
 var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
-// args returns the arguments every script takes first.
-func (g *gate) args(now int64, more ...any) []any {
-	return append([]any{now, g.life.Milliseconds(), g.margin.Milliseconds()}, more...)
+// args returns the arguments every script takes first, at now (Unix
+// milliseconds), with a hold to set (0: none), and more.
+func (g *gate) args(now, hold int64, more ...any) []any {
+	return append([]any{now, g.life.Milliseconds(), g.margin.Milliseconds(), Horizon.Milliseconds(), hold}, more...)
 }
 
 // NotBefore returns the scope's hold or, when its published quota is spent,
 // the quota's reset, if that is later.
 func (g *gate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
-	f, err := call(g, ctx, "not before", scope, func(ctx context.Context) ([]any, error) {
-		return g.client.HMGet(ctx, g.key(scope), "u", "k", "a", "r").Result()
+	now := g.now()
+	nb, err := call(g, ctx, "not before", scope, func(ctx context.Context) (int64, error) {
+		return notBeforeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), 0)...).Int64()
 	})
 	if err != nil {
 		return time.Time{}, err
 	}
-	nb := field(f, 0)
-	if field(f, 1) == 1 && field(f, 2) <= 0 && field(f, 3) > nb {
-		nb = field(f, 3)
-	}
 	return unixMilli(nb), nil
 }
 
-// Hold sets the scope's hold to until, rounded up to the millisecond, if
-// that is later than the one it has.
+// Hold sets the scope's hold to until, rounded up to the millisecond and
+// at most Horizon ahead, if that is later than the one it has.
 func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 	now := g.now()
 	if !until.After(now) {
 		return nil
 	}
 	_, err := call(g, ctx, "hold", scope, func(ctx context.Context) (int64, error) {
-		return holdScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), upMilli(until))...).Int64()
+		return holdScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), upHorizon(now, until))...).Int64()
 	})
 	return err
 }
@@ -116,7 +120,7 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 	now := g.now()
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
-		return takeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), heed.QuotaRecheck.Milliseconds(), g.inferArg(), heed.InferProbe)...).Int64Slice()
+		return takeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), 0, heed.QuotaRecheck.Milliseconds(), g.inferArg(), heed.InferProbe)...).Int64Slice()
 	})
 	if err != nil {
 		return time.Time{}, err
@@ -140,9 +144,9 @@ func (g *gate) inferArg() int {
 }
 
 // Done records that a send Take admitted was answered, with the quota its
-// response published, if q is not nil, and whether it was served. Which of
-// this process's sends it answers is not known: the oldest is taken to.
-// It does so even when ctx has ended,
+// response published, if q is not nil (its reset at most Horizon ahead),
+// and whether it was served. Which of this process's sends it answers is
+// not known: the oldest is taken to. It does so even when ctx has ended,
 // within the gate's timeout: a send whose caller gave up is answered all
 // the same, and until Redis hears of it, sends refused by a spent quota
 // would go on rechecking for it.
@@ -152,32 +156,15 @@ func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota, served boo
 	bucket, episode := g.inFlight.remove(scope)
 	var has, remaining, reset, ok int64
 	if q != nil {
-		has, remaining, reset = 1, q.Remaining, upMilli(q.Reset)
+		has, remaining, reset = 1, q.Remaining, upHorizon(now, q.Reset)
 	}
 	if served {
 		ok = 1
 	}
 	_, err := call(g, ctx, "done", scope, func(ctx context.Context) (int64, error) {
-		return doneScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), bucket, has, remaining, reset, episode, ok)...).Int64()
+		return doneScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), 0, bucket, has, remaining, reset, episode, ok)...).Int64()
 	})
 	return err
-}
-
-// field returns the i-th of the fields HMGET returned as a number; 0 when
-// it is absent.
-func field(f []any, i int) int64 {
-	if i >= len(f) {
-		return 0
-	}
-	s, ok := f[i].(string)
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
 }
 
 // unixMilli returns the time of ms Unix milliseconds; 0 is the zero time.
@@ -196,6 +183,16 @@ func upMilli(t time.Time) int64 {
 		ms++
 	}
 	return ms
+}
+
+// upHorizon returns t in Unix milliseconds, rounded up, and at most
+// Horizon after now.
+func upHorizon(now, t time.Time) int64 {
+	ahead := now.UnixMilli() + Horizon.Milliseconds()
+	if t.After(time.UnixMilli(ahead)) {
+		return ahead
+	}
+	return upMilli(t)
 }
 
 // ceilMilli rounds d up to a whole millisecond.

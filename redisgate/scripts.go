@@ -5,8 +5,11 @@ import "github.com/redis/go-redis/v9"
 // The scripts share one prelude, which reads the scope's hash and ages its
 // sends in flight, and one save function, which writes the hash back with
 // its expiry. Every script takes KEYS[1], the scope's hash, and ARGV[1],
-// now; ARGV[2], the in-flight lifetime; ARGV[3], the expiry margin: all in
-// Unix milliseconds. The hash's fields mirror heed's in-memory gate:
+// now; ARGV[2], the in-flight lifetime; ARGV[3], the expiry margin;
+// ARGV[4], the horizon; ARGV[5], a hold (0: none), which the prelude sets
+// if it is later than the hash's: all in Unix milliseconds or
+// milliseconds. The hash's fields mirror heed's
+// in-memory gate:
 //
 //	u  hold: nothing is sent before it
 //	k  1 while a quota is known, until r
@@ -32,36 +35,69 @@ import "github.com/redis/go-redis/v9"
 //	q  predicted windows since S was learned
 //	g  how many more than S a probe admits
 //
+// Every field is read as absent (0) unless it is a whole number in its
+// range: a time (u, r, t, h) from 0 to the horizon ahead of now, a period
+// (p, w) from 0 to the horizon, a bucket no later than the horizon ahead,
+// k 0 or 1, a count from 0 (a and m from -maxc) to maxc, 10^15. A field
+// read as absent, a key that is not a hash, or a key without an expiry or
+// with one past the horizon is written back (dirty), so every script
+// repairs the hash it reads and leaves it an expiry.
+//
 // While an episode is measured, the hash lives until two periods (the
 // last measured, the learned, or a second, whichever is longest) past its
-// start: a throttle later than that would not agree with the last.
+// start: a throttle later than that would not agree with the last. No
+// hash lives longer than the horizon.
 const prelude = `
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
 local life = tonumber(ARGV[2])
 local margin = tonumber(ARGV[3])
-local f = redis.call('HMGET', key, 'u', 'k', 'a', 'r', 'm', 's', 'b', 'n', 'o',
+local horizon = tonumber(ARGV[4])
+local ahead = now + horizon
+local maxc = 1e15
+local dirty = false -- the hash must be written back
+local f = redis.pcall('HMGET', key, 'u', 'k', 'a', 'r', 'm', 's', 'b', 'n', 'o',
   'e', 't', 'x', 'v', 'l', 'p', 'c', 'w', 'q', 'g', 'h')
-local u = tonumber(f[1]) or 0
-local k = tonumber(f[2]) or 0
-local a = tonumber(f[3]) or 0
-local r = tonumber(f[4]) or 0
-local m = tonumber(f[5]) or 0
-local s = tonumber(f[6]) or 0
-local b = tonumber(f[7]) or 0
-local n = tonumber(f[8]) or 0
-local o = tonumber(f[9]) or 0
-local e = tonumber(f[10]) or 0
-local t = tonumber(f[11]) or 0
-local x = tonumber(f[12]) or 0
-local v = tonumber(f[13]) or 0
-local l = tonumber(f[14]) or 0
-local p = tonumber(f[15]) or 0
-local c = tonumber(f[16]) or 0
-local w = tonumber(f[17]) or 0
-local q = tonumber(f[18]) or 0
-local g = tonumber(f[19]) or 0
-local h = tonumber(f[20]) or 0
+if f.err then
+  -- Not a hash: replaced.
+  redis.call('DEL', key)
+  f = {}
+  dirty = true
+end
+-- field returns the i-th field, or 0 when it is absent or not a whole
+-- number from lo to hi.
+local function field(i, lo, hi)
+  local x = tonumber(f[i])
+  if x == nil or x ~= x or x < lo or x > hi or x ~= math.floor(x) then
+    if f[i] then dirty = true end
+    return 0
+  end
+  return x
+end
+local u = field(1, 0, ahead)
+local k = field(2, 0, 1)
+local a = field(3, -maxc, maxc)
+local r = field(4, 0, ahead)
+local m = field(5, -maxc, maxc)
+local s = field(6, 0, maxc)
+local b = field(7, 0, math.floor(ahead / life))
+local n = field(8, 0, maxc)
+local o = field(9, 0, maxc)
+local e = field(10, 0, maxc)
+local t = field(11, 0, ahead)
+local x = field(12, 0, maxc)
+local v = field(13, 0, maxc)
+local l = field(14, 0, maxc)
+local p = field(15, 0, horizon)
+local c = field(16, 0, maxc)
+local w = field(17, 0, horizon)
+local q = field(18, 0, maxc)
+local g = field(19, 0, maxc)
+local h = field(20, 0, ahead)
+local ttl = redis.call('PTTL', key)
+if ttl == -1 or ttl > horizon then
+  dirty = true
+end
 -- keep returns the time until which the hash says something.
 local function keep()
   local till = u
@@ -92,6 +128,20 @@ if cur > b then
   b = cur
   if s > o then s = o end
 end
+-- hold extends the hold to to, at most the horizon ahead, if that is
+-- later. The call that first holds the scope past the episode's reopen
+-- is the throttle that ends the episode: h is its time.
+local function hold(to)
+  to = math.min(to, ahead)
+  if to > u then
+    if t > 0 and u <= t and to > t then
+      h = now
+    end
+    u = to
+    dirty = true
+  end
+end
+hold(tonumber(ARGV[5]))
 local function int(x)
   return string.format('%.0f', x)
 end
@@ -105,38 +155,41 @@ local function save()
     's', int(s), 'b', int(b), 'n', int(n), 'o', int(o),
     'e', int(e), 't', int(t), 'x', int(x), 'v', int(v), 'l', int(l), 'p', int(p),
     'c', int(c), 'w', int(w), 'q', int(q), 'g', int(g), 'h', int(h))
-  redis.call('PEXPIRE', key, int(till - now + margin))
+  redis.call('PEXPIRE', key, int(math.min(till - now + margin, horizon)))
 end
 `
 
-// holdScript extends the hold to ARGV[4] if that is later, and returns the
-// hold. The call that first holds the scope past the episode's reopen is
-// the throttle that ends the episode: h is its time.
-var holdScript = redis.NewScript(prelude + `
-local hold = tonumber(ARGV[4])
-if hold > u then
-  if t > 0 and u <= t and hold > t then
-    h = now
-  end
-  u = hold
-  save()
+// notBeforeScript returns the hold or, when the published quota is spent,
+// the quota's reset, if that is later.
+var notBeforeScript = redis.NewScript(prelude + `
+if dirty then save() end
+if k == 1 and a <= 0 and r > u then
+  return r
 end
 return u
 `)
 
+// holdScript extends the hold to ARGV[5] (the prelude does) and returns
+// the hold.
+var holdScript = redis.NewScript(prelude + `
+if dirty then save() end
+return u
+`)
+
 // takeScript admits one send and returns {0, its bucket, its episode}, or
-// returns {the time to ask again, -1, 0}: heed's memGate.take. ARGV[4] is
+// returns {the time to ask again, -1, 0}: heed's memGate.take. ARGV[6] is
 // heed.QuotaRecheck in milliseconds: while sends set against a spent quota
 // are unanswered, one of them may give its send back, and the refused send
-// asks again that soon rather than at the reset. ARGV[5] is 1 when the
-// gate infers quotas, and ARGV[6] is heed.InferProbe.
+// asks again that soon rather than at the reset. ARGV[7] is 1 when the
+// gate infers quotas, and ARGV[8] is heed.InferProbe. A refusal saves the
+// hash only when it is dirty: its episode changed, or the prelude set it.
 var takeScript = redis.NewScript(prelude + `
 if u > now then
+  if dirty then save() end
   return {u, -1, 0}
 end
-local infer = ARGV[5] == '1'
-local probe = tonumber(ARGV[6])
-local dirty = false -- the episode changed: a refusal saves it too
+local infer = ARGV[7] == '1'
+local probe = tonumber(ARGV[8])
 local function episode(start)
   dirty = true
   e = e + 1
@@ -218,7 +271,7 @@ if k == 1 and r <= now then
 end
 if k == 1 then
   if a <= 0 then
-    local rc = now + tonumber(ARGV[4])
+    local rc = now + tonumber(ARGV[6])
     if dirty then save() end
     if s > 0 and rc < r then
       return {rc, -1, 0}
@@ -240,15 +293,16 @@ save()
 return {0, b, e}
 `)
 
-// doneScript records that a send admitted in bucket ARGV[4] (-1: none
-// known) and episode ARGV[8] was answered, with the quota ARGV[6] sends
-// left until ARGV[7] when ARGV[5] is 1, and served when ARGV[9] is 1:
-// heed's memGate.done.
+// doneScript records that a send admitted in bucket ARGV[6] (-1: none
+// known) and episode ARGV[10] was answered, with the quota ARGV[8] sends
+// left until ARGV[9] when ARGV[7] is 1, and served when ARGV[11] is 1:
+// heed's memGate.done. The quota is taken within range: its remaining at
+// most maxc either way, its reset at most the horizon ahead.
 var doneScript = redis.NewScript(prelude + `
-if ARGV[9] == '1' and tonumber(ARGV[8]) == e then
+if ARGV[11] == '1' and tonumber(ARGV[10]) == e then
   v = v + 1
 end
-local tb = tonumber(ARGV[4])
+local tb = tonumber(ARGV[6])
 if tb >= 0 then
   if tb == b and n > 0 then
     n = n - 1
@@ -257,9 +311,9 @@ if tb >= 0 then
   end
 end
 local inflight = n + o
-local qr = tonumber(ARGV[6])
-local qt = tonumber(ARGV[7])
-if ARGV[5] ~= '1' or qt <= now then
+local qr = math.max(-maxc, math.min(tonumber(ARGV[8]), maxc))
+local qt = math.min(tonumber(ARGV[9]), ahead)
+if ARGV[7] ~= '1' or qt <= now then
   if s > inflight then s = inflight end
   save()
   return 0
