@@ -75,11 +75,34 @@
 //
 // Redis is an aid, never a dependency: every Redis call is bounded by
 // WithTimeout (50ms by default), and when Redis is down or slow the gate
-// returns an error at once, which the Transport logs before sending
-// anyway. The gate also logs a warning itself, at most one a second, with
-// the number of failures it left out, and an info line when Redis answers
-// again. A go-redis client honours the timeout best with
-// ContextTimeoutEnabled set; without it, the gate stops waiting at the
-// timeout all the same, and the call it left finishes in the background
-// within the client's own ReadTimeout.
+// answers at once from what this process knows. Beside Redis, it keeps a
+// heed.NewGate of its own, to which it writes every hold and every quota
+// a response publishes: while Redis fails, Take and NotBefore answer from
+// it, without an error, so a hold the process was told still holds and a
+// published quota is still counted, from the last figure the process saw
+// (each process counts it alone, so a fleet may spend it once per
+// process); Hold and Done write to it and return Redis's error, which a
+// Transport logs. A hold lives in it until it is over and a quota
+// until its reset; it forgets idle scopes.
+//
+// The gate also gives those holds back to a Redis that may have lost
+// them. Every call passes the hold the process knows of its scope, and
+// Redis keeps the later of the two. And every hold the process knows that
+// is not over is set again, in one pipeline, by the first call that
+// succeeds after a call failed, or after Redis lacked one of the gate's
+// scripts (it restarted empty, or another server took over), and by the
+// first call a second or more after they last were (a Redis that
+// restarted while the process was idle says nothing of it to a client
+// that reconnects). So a Redis restarted empty gets a scope's hold back
+// from any process that knew it: on that process's next call of the
+// scope, and otherwise on its first call of any scope a second or more
+// after it last set them. A hold deleted from Redis by hand therefore
+// comes back until it is over.
+//
+// The gate logs a warning itself, at most one a second, with the number
+// of failures it left out, and an info line when Redis answers again. A
+// go-redis client honours the timeout best with ContextTimeoutEnabled set;
+// without it, the gate stops waiting at the timeout all the same, and the
+// call it left finishes in the background within the client's own
+// ReadTimeout.
 package redisgate

@@ -27,9 +27,10 @@ const Horizon = 7 * 24 * time.Hour
 // heed.QuotaGate: give it to the Transports of every process of a fleet
 // with heed.WithGate, and they share their holds and the quotas servers
 // publish. Every method fails open: when Redis does not answer within the
-// timeout it returns an error, which a Transport logs before sending
-// anyway. New does not call Redis; client must not be nil, and stays the
-// caller's to close.
+// timeout, Take and NotBefore answer from what this process knows, and
+// Hold and Done record it there and return an error, which a Transport
+// logs (see Failing open in the package doc). New does not call Redis;
+// client must not be nil, and stays the caller's to close.
 func New(client redis.UniversalClient, opts ...Option) heed.Gate {
 	if client == nil {
 		panic("redisgate: New with a nil client")
@@ -43,7 +44,10 @@ func New(client redis.UniversalClient, opts ...Option) heed.Gate {
 		now:      time.Now,
 		bounded:  honoursContext(client),
 		inFlight: newTakes(),
+		local:    newLocal(),
 		infer:    true,
+
+		reassertEvery: reassertEvery,
 	}
 	g.warn.log = zap.NewNop()
 	for _, o := range opts {
@@ -66,6 +70,9 @@ type gate struct {
 	bounded  bool             // client's calls end at the context's deadline
 	warn     warner
 	inFlight *takes // the buckets of this process's sends in flight
+	local    *local // what this process knows, beside Redis
+
+	reassertEvery time.Duration // tests set another
 }
 
 var _ heed.QuotaGate = (*gate)(nil)
@@ -81,34 +88,49 @@ func (g *gate) key(scope string) string {
 
 var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
-// args returns the arguments every script takes first, at now (Unix
-// milliseconds), with a hold to set (0: none), and more.
-func (g *gate) args(now, hold int64, more ...any) []any {
-	return append([]any{now, g.life.Milliseconds(), g.margin.Milliseconds(), Horizon.Milliseconds(), hold}, more...)
+// args returns the arguments every script takes first, at now, for scope,
+// and more.
+func (g *gate) args(now time.Time, scope string, more ...any) []any {
+	return g.argsHeld(now, g.local.heldUntil(scope, now.UnixMilli()), more...)
+}
+
+// argsHeld returns the arguments every script takes first, at now, for a
+// scope this process knows held until held (Unix milliseconds; 0: not
+// held), and more.
+func (g *gate) argsHeld(now time.Time, held int64, more ...any) []any {
+	return append([]any{now.UnixMilli(), g.life.Milliseconds(), g.margin.Milliseconds(), Horizon.Milliseconds(), held}, more...)
 }
 
 // NotBefore returns the scope's hold or, when its published quota is spent,
-// the quota's reset, if that is later.
+// the quota's reset, if that is later. When Redis fails, it returns what
+// this process knows.
 func (g *gate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
 	now := g.now()
 	nb, err := call(g, ctx, "not before", scope, func(ctx context.Context) (int64, error) {
-		return notBeforeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), 0)...).Int64()
+		return g.run(ctx, notBeforeScript, scope, g.args(now, scope)).Int64()
 	})
 	if err != nil {
-		return time.Time{}, err
+		if ctx.Err() != nil {
+			return time.Time{}, err
+		}
+		return g.local.gate.NotBefore(ctx, scope)
 	}
 	return unixMilli(nb), nil
 }
 
 // Hold sets the scope's hold to until, rounded up to the millisecond and
-// at most Horizon ahead, if that is later than the one it has.
+// at most Horizon ahead, if that is later than the one it has. The hold is
+// kept in this process too: an error says that Redis did not get it.
 func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 	now := g.now()
 	if !until.After(now) {
 		return nil
 	}
+	until = time.UnixMilli(upHorizon(now, until))
+	g.local.hold(scope, until.UnixMilli(), now.UnixMilli())
+	_ = g.local.gate.Hold(ctx, scope, until) // heed.NewGate's never fails
 	_, err := call(g, ctx, "hold", scope, func(ctx context.Context) (int64, error) {
-		return holdScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), upHorizon(now, until))...).Int64()
+		return g.run(ctx, holdScript, scope, g.args(now, scope)).Int64()
 	})
 	return err
 }
@@ -116,14 +138,23 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 // Take admits one send of scope and returns the zero time, or returns the
 // time to ask again: the scope's hold, or its spent quota's reset, or a
 // recheck heed.QuotaRecheck ahead while sends set against that quota are
-// unanswered (heed.QuotaGate).
+// unanswered (heed.QuotaGate). When Redis fails, the local gate, which
+// knows this process's holds and the quotas its responses published,
+// answers instead.
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 	now := g.now()
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
-		return takeScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), 0, heed.QuotaRecheck.Milliseconds(), g.inferArg(), heed.InferProbe)...).Int64Slice()
+		return g.run(ctx, takeScript, scope, g.args(now, scope, heed.QuotaRecheck.Milliseconds(), g.inferArg(), heed.InferProbe)).Int64Slice()
 	})
 	if err != nil {
-		return time.Time{}, err
+		if ctx.Err() != nil {
+			return time.Time{}, err
+		}
+		at, _ := g.local.gate.Take(ctx, scope) // heed.NewGate's never fails
+		if at.IsZero() {
+			g.admitted(ctx, scope, taken{bucket: now.UnixMilli() / g.life.Milliseconds(), episode: -1, local: true})
+		}
+		return at, nil
 	}
 	if len(res) != 3 {
 		return time.Time{}, fmt.Errorf("redisgate: take %q: unexpected reply %v", scope, res)
@@ -131,8 +162,16 @@ func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 	if res[0] > 0 {
 		return time.UnixMilli(res[0]), nil
 	}
-	g.inFlight.add(scope, res[1], res[2])
+	g.admitted(ctx, scope, taken{bucket: res[1], episode: res[2]})
 	return time.Time{}, nil
+}
+
+// admitted records s, a send of scope, and tells the local gate of the
+// sends it admitted whose record that forgot.
+func (g *gate) admitted(ctx context.Context, scope string, s taken) {
+	for range g.inFlight.add(scope, s) {
+		_ = g.local.gate.Done(ctx, scope, nil, false)
+	}
 }
 
 // inferArg tells the take script whether to infer quotas.
@@ -149,20 +188,27 @@ func (g *gate) inferArg() int {
 // not known: the oldest is taken to. It does so even when ctx has ended,
 // within the gate's timeout: a send whose caller gave up is answered all
 // the same, and until Redis hears of it, sends refused by a spent quota
-// would go on rechecking for it.
+// would go on rechecking for it. The local gate hears of it too: an error
+// says that Redis did not.
 func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota, served bool) error {
 	ctx = context.WithoutCancel(ctx)
 	now := g.now()
-	bucket, episode := g.inFlight.remove(scope)
+	sent := g.inFlight.remove(scope)
 	var has, remaining, reset, ok int64
 	if q != nil {
 		has, remaining, reset = 1, q.Remaining, upHorizon(now, q.Reset)
+		q = &heed.Quota{Remaining: q.Remaining, Reset: time.UnixMilli(reset)}
 	}
 	if served {
 		ok = 1
 	}
+	g.localDone(ctx, scope, sent, q, served)
+	bucket, episode := sent.bucket, sent.episode
+	if sent.local {
+		bucket, episode = none.bucket, none.episode
+	}
 	_, err := call(g, ctx, "done", scope, func(ctx context.Context) (int64, error) {
-		return doneScript.Run(ctx, g.client, []string{g.key(scope)}, g.args(now.UnixMilli(), 0, bucket, has, remaining, reset, episode, ok)...).Int64()
+		return g.run(ctx, doneScript, scope, g.args(now, scope, bucket, has, remaining, reset, episode, ok)).Int64()
 	})
 	return err
 }

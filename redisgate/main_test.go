@@ -24,5 +24,8 @@ func TestMain(m *testing.M) {
 		// A go-redis pool that failed to dial (the tests stop servers)
 		// redials in the background, and sees that its client closed only
 		// after a sleep of a second.
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
+		// A dial that a call which gave up had queued goes on in the
+		// background, retrying a stopped server for half a second.
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).queuedNewConn.func2"))
 }

@@ -6,9 +6,9 @@ import "github.com/redis/go-redis/v9"
 // sends in flight, and one save function, which writes the hash back with
 // its expiry. Every script takes KEYS[1], the scope's hash, and ARGV[1],
 // now; ARGV[2], the in-flight lifetime; ARGV[3], the expiry margin;
-// ARGV[4], the horizon; ARGV[5], a hold (0: none), which the prelude sets
-// if it is later than the hash's: all in Unix milliseconds or
-// milliseconds. The hash's fields mirror heed's
+// ARGV[4], the horizon; ARGV[5], the hold this process knows of the scope
+// (0: none), which the prelude sets if it is later than the hash's: all in
+// Unix milliseconds or milliseconds. The hash's fields mirror heed's
 // in-memory gate:
 //
 //	u  hold: nothing is sent before it

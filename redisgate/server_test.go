@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,10 +19,11 @@ import (
 // redisServer is a redis-server the tests started on a free loopback port.
 type redisServer struct {
 	addr string
-	cmd  *exec.Cmd
+	bin  string
 	out  *bytes.Buffer
 
-	once sync.Once
+	mu  sync.Mutex
+	cmd *exec.Cmd // nil once stopped
 }
 
 // startRedis starts a redis-server for t and stops it when t ends. It skips
@@ -40,11 +42,23 @@ func startRedis(t testing.TB) *redisServer {
 	require.NoError(t, err)
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	require.NoError(t, l.Close())
-	s := &redisServer{addr: "127.0.0.1:" + port, out: &bytes.Buffer{}}
-	s.cmd = exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	require.NoError(t, s.cmd.Start())
+	s := &redisServer{addr: "127.0.0.1:" + port, bin: bin, out: &bytes.Buffer{}}
 	t.Cleanup(s.stop)
+	s.launch(t)
+	return s
+}
+
+// launch starts redis-server on s's address and waits until it answers.
+func (s *redisServer) launch(t testing.TB) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(s.addr)
+	require.NoError(t, err)
+	cmd := exec.Command(s.bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	require.NoError(t, cmd.Start())
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
 
 	c := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
 	defer c.Close()
@@ -54,7 +68,7 @@ func startRedis(t testing.TB) *redisServer {
 		err := c.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return s
+			return
 		}
 		if time.Now().After(deadline) {
 			s.stop()
@@ -66,10 +80,44 @@ func startRedis(t testing.TB) *redisServer {
 
 // stop kills the server, at once, and waits for it to exit.
 func (s *redisServer) stop() {
-	s.once.Do(func() {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// restart kills the server and starts an empty one on the same address, as
+// a Redis without persistence comes back from a crash.
+func (s *redisServer) restart(t testing.TB) {
+	t.Helper()
+	s.stop()
+	s.launch(t)
+}
+
+// pause stops the server with SIGSTOP until t ends or resume is called: it
+// keeps its connections and answers nothing, as a Redis that hangs does.
+func (s *redisServer) pause(t testing.TB) {
+	t.Helper()
+	s.signal(t, syscall.SIGSTOP)
+	t.Cleanup(func() { s.resume(t) })
+}
+
+// resume lets a paused server go on.
+func (s *redisServer) resume(t testing.TB) {
+	t.Helper()
+	s.signal(t, syscall.SIGCONT)
+}
+
+func (s *redisServer) signal(t testing.TB, sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		require.NoError(t, syscall.Kill(s.cmd.Process.Pid, sig))
+	}
 }
 
 // client returns a client of s that honours contexts' deadlines, closed

@@ -25,7 +25,8 @@ type warner struct {
 }
 
 // failed logs, unless one was logged less than warnEvery ago, that op on
-// scope failed with err and the gate let the request through.
+// scope failed with err and the gate answered from what its process
+// knows.
 func (w *warner) failed(op, scope string, err error) {
 	now := time.Now()
 	w.failing.Store(true)
@@ -38,7 +39,7 @@ func (w *warner) failed(op, scope string, err error) {
 	missed := w.missed
 	w.last, w.missed = now, 0
 	w.mu.Unlock()
-	w.log.Warn("redisgate: Redis failed, letting requests through",
+	w.log.Warn("redisgate: Redis failed, answering from what this process knows",
 		zap.String("op", op), zap.String("scope", scope), zap.Error(err), zap.Int("failures_not_logged", missed))
 }
 
