@@ -1,6 +1,7 @@
 package heed_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -8,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -290,10 +293,9 @@ func TestGetBodyFailureHandsBackTheResponse(t *testing.T) {
 	}
 }
 
-// TestPreparedBodyClosedWhenNotSent: the next attempt's body is made
-// before its wait; when the wait ends without a send (the context ends, or
-// the retry budget refuses), that body is closed.
-func TestPreparedBodyClosedWhenNotSent(t *testing.T) {
+// TestGetBodyOnlyForASend: GetBody is called for a retry that is sent,
+// after the wait, never for one the context or the retry budget stops.
+func TestGetBodyOnlyForASend(t *testing.T) {
 	for _, name := range []string{"context ends in the wait", "retry budget refuses"} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -305,12 +307,11 @@ func TestPreparedBodyClosedWhenNotSent(t *testing.T) {
 						go func() { time.Sleep(time.Second); cancel() }()
 					}
 				}
-				var made []*closeCounter
+				calls := 0
 				req := newRequest(t, ctx, "PUT", "https://api.example/v1/x", strings.NewReader("payload"))
 				req.GetBody = func() (io.ReadCloser, error) {
-					c := &closeCounter{Reader: strings.NewReader("payload")}
-					made = append(made, c)
-					return c, nil
+					calls++
+					return io.NopCloser(strings.NewReader("payload")), nil
 				}
 				p := exact(heed.Policy{})
 				if name == "retry budget refuses" {
@@ -326,9 +327,84 @@ func TestPreparedBodyClosedWhenNotSent(t *testing.T) {
 					require.NoError(t, err)
 				}
 				require.Len(t, rt.requests(), 1)
-				require.Len(t, made, 1)
-				assert.Equal(t, 1, made[0].closes(), "closed once")
+				assert.Zero(t, calls)
 			})
 		})
 	}
+}
+
+// TestGetBodyAfterTheLastUploadEnds: a transport may go on reading an
+// attempt's body after its response came back, as net/http does when a
+// server answers before the upload ends. A GetBody that rewinds one shared
+// reader must not be called while it does: it is called after the
+// response is drained and the wait is over, so the retry sends every byte.
+func TestGetBodyAfterTheLastUploadEnds(t *testing.T) {
+	for _, size := range []int{4 << 10, 64 << 10, 256 << 10} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				payload := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+				shared := bytes.NewReader(payload)
+				var got [][]byte
+				var mu sync.Mutex
+				var n int
+				inner := fixtureRT(func(r *http.Request) (*http.Response, error) {
+					mu.Lock()
+					n++
+					first := n == 1
+					mu.Unlock()
+					if first {
+						// Answer at once, and read the upload on in the
+						// background, 1 KiB every 10ms, as a full-duplex
+						// server and net/http's write loop do.
+						go func() {
+							buf := make([]byte, 1<<10)
+							for {
+								if _, err := r.Body.Read(buf); err != nil {
+									break
+								}
+								time.Sleep(10 * time.Millisecond)
+							}
+							r.Body.Close()
+						}()
+						return &http.Response{StatusCode: 503, Header: hdr("Retry-After", "1"), Body: io.NopCloser(strings.NewReader("busy")), Request: r}, nil
+					}
+					b, _ := io.ReadAll(r.Body)
+					r.Body.Close()
+					mu.Lock()
+					got = append(got, b)
+					mu.Unlock()
+					return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+				})
+				req := newRequest(t, t.Context(), "PUT", "https://x.example/obj", io.NopCloser(shared))
+				req.ContentLength = -1
+				req.GetBody = func() (io.ReadCloser, error) {
+					_, err := shared.Seek(0, io.SeekStart)
+					return io.NopCloser(shared), err
+				}
+				resp, err := heed.New(inner, heed.WithPolicy(exact(heed.Policy{MinWait: 4 * time.Second}))).RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				synctest.Wait()
+				require.Len(t, got, 1)
+				assert.Equal(t, len(payload), len(got[0]), "the retry sends the whole body")
+			})
+		})
+	}
+}
+
+// TestGetBodyFailureWithALongResponse: a response too long to keep through
+// the wait (over the 64 KiB a retry drains) is discarded as every retried
+// response is; when GetBody then fails, its error is all there is.
+func TestGetBodyFailureWithALongResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		long := strings.Repeat("x", 64<<10+1)
+		rt := script(reply{status: 503, header: hdr("Retry-After", "1"), body: long}, ok200)
+		req := newRequest(t, t.Context(), "PUT", "https://api.example/v1/x", strings.NewReader("payload"))
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errDisk }
+		resp, err := heed.New(rt, heed.WithPolicy(exact(heed.Policy{}))).RoundTrip(req)
+		assert.Nil(t, resp)
+		require.ErrorIs(t, err, errDisk)
+		assert.Len(t, rt.requests(), 1)
+		assert.Equal(t, 1, rt.bodies[0].closes(), "the long response was closed")
+	})
 }

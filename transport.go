@@ -6,6 +6,7 @@
 package heed
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -184,11 +185,11 @@ type roundTrip struct {
 	limiter  *adaptive    // the scope's adaptive rate limiter
 	scope    string
 	body     replay
-	newKey   string        // a key heed adds to every attempt, if any
-	next     *http.Request // the next attempt's request, made before its wait
-	taken    bool          // a QuotaGate admitted the current send: tell it when done
-	episode  int64         // the episode heed's own gate admitted it in
-	urlText  string        // the request URL redacted, once needed
+	newKey   string // a key heed adds to every attempt, if any
+	kept     *kept  // the last attempt's outcome, while GetBody may still fail
+	taken    bool   // a QuotaGate admitted the current send: tell it when done
+	episode  int64  // the episode heed's own gate admitted it in
+	urlText  string // the request URL redacted, once needed
 
 	// the last attempt
 	status int
@@ -216,17 +217,14 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		sent, err := rt.passGate(attempt, now)
 		if err != nil {
-			rt.dropNext()
 			return nil, err
 		}
-		out := rt.next
-		rt.next = nil
-		if out == nil {
-			if out, err = rt.request(attempt); err != nil {
-				rt.done(nil, sent, false)
-				return nil, err
-			}
+		out, err := rt.request(attempt)
+		if err != nil {
+			rt.done(nil, sent, false)
+			return rt.replayFailed(attempt, err)
 		}
+		rt.kept = nil
 		rt.limiter.sent(sent)
 		resp, err := rt.t.next.RoundTrip(out)
 		// The clock is read again only when a decision needs it: a
@@ -299,16 +297,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			discard(resp)
 			return nil, rt.deferred(&d, attempt)
 		}
-		// The next attempt's request is made now, while the response is in
-		// hand: when its body cannot be made again (GetBody fails), the
-		// caller gets that response, not the error.
-		next, nerr := rt.request(attempt + 1)
-		if nerr != nil {
-			return rt.giveUp(&d, "body not replayable", resp, err)
-		}
-		rt.next = next
 		if !rt.retries.retry(now) {
-			rt.dropNext()
 			d.op, d.wait, d.source, d.retryAt = opBudget, 0, "", time.Time{}
 			d.verdict.Reason = reasonRetryBudget
 			rt.decide(zapcore.WarnLevel, &d)
@@ -316,7 +305,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 		d.op = opRetry
 		rt.decide(zapcore.InfoLevel, &d)
-		discard(resp)
+		rt.kept = rt.keep(resp, &d)
 		// Sleep until the instant decided, not a whole wait after the
 		// drain: draining a slow body does not push the retry later. The
 		// instant is taken up to a whole millisecond: a shared gate keeps
@@ -324,7 +313,6 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		// that millisecond would find its own hold still closed and wait
 		// again, logged, for a fraction of it.
 		if err := rules.Sleep(rt.ctx, time.Until(ceilMillisecond(now.Add(wait)))); err != nil {
-			rt.dropNext()
 			return nil, err
 		}
 		now = time.Time{} // passGate reads the clock anew
@@ -522,13 +510,53 @@ func (rt *roundTrip) request(attempt int) (*http.Request, error) {
 	return out, nil
 }
 
-// dropNext closes the body of the next attempt's request, made but not
-// sent.
-func (rt *roundTrip) dropNext() {
-	if rt.next != nil && rt.next.Body != nil {
-		rt.next.Body.Close()
+// kept is an attempt's outcome, kept through the wait before a retry whose
+// body the caller's GetBody makes: when GetBody then fails, the caller gets
+// this outcome, as it was, rather than heed's error.
+type kept struct {
+	resp *http.Response // its body read into memory; nil with a transport error
+	err  error
+	d    decision // the retry decision made of it
+}
+
+// keep discards resp as every retry does, first keeping the outcome when
+// the next attempt's body comes from GetBody, which may fail: the
+// transport error, or the response with its body read whole, when the body
+// ends within the draining bounds. A longer body is discarded, not kept.
+func (rt *roundTrip) keep(resp *http.Response, d *decision) *kept {
+	if rt.body.kind != bodyGetBody {
+		discard(resp)
+		return nil
 	}
-	rt.next = nil
+	k := &kept{err: rt.err, d: *d}
+	if resp == nil {
+		return k
+	}
+	body, whole := drain(resp, true)
+	if !whole {
+		return nil
+	}
+	r := *resp
+	r.Body = http.NoBody
+	if len(body) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	k.resp = &r
+	return k
+}
+
+// replayFailed ends a RoundTrip whose next attempt's body could not be
+// made (err): with the last attempt's response or error as it was, when it
+// was kept, else with err.
+func (rt *roundTrip) replayFailed(attempt int, err error) (*http.Response, error) {
+	k := rt.kept
+	rt.kept = nil
+	if k == nil {
+		return nil, err
+	}
+	d := k.d
+	d.wait, d.source, d.retryAt = 0, "", time.Time{}
+	return rt.giveUp(&d, "body not replayable", k.resp, k.err)
 }
 
 func (rt *roundTrip) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {
@@ -592,24 +620,37 @@ const (
 
 // discard drains and closes a response that will not be delivered, bounded
 // in bytes and time so that an endless body cannot stall a retry.
-func discard(resp *http.Response) {
-	if resp == nil || resp.Body == nil {
-		return
+func discard(resp *http.Response) { drain(resp, false) }
+
+// drain reads resp's body, at most drainBytes for at most drainTime, and
+// closes it. With keep, it returns what it read, and whether that is the
+// whole body: it ended short of drainBytes, or at its Content-Length.
+func drain(resp *http.Response, keep bool) ([]byte, bool) {
+	if resp == nil || resp.Body == nil || resp.Body == http.NoBody {
+		return nil, true
 	}
 	body := resp.Body
-	if body == http.NoBody {
-		return
+	type drained struct {
+		b     []byte
+		whole bool
 	}
-	done := make(chan struct{})
+	done := make(chan drained, 1)
 	go func() {
-		defer close(done)
-		_, _ = io.CopyN(io.Discard, body, drainBytes)
+		if !keep {
+			_, _ = io.CopyN(io.Discard, body, drainBytes)
+			done <- drained{}
+			return
+		}
+		b, err := io.ReadAll(io.LimitReader(body, drainBytes))
+		done <- drained{b, err == nil && (len(b) < drainBytes || resp.ContentLength == int64(len(b)))}
 	}()
 	timer := time.NewTimer(drainTime)
+	var got drained
 	select {
-	case <-done:
+	case got = <-done:
 	case <-timer.C:
 	}
 	timer.Stop()
 	body.Close()
+	return got.b, got.whole
 }
