@@ -411,7 +411,7 @@ func classifyError(req *http.Request, err error) Verdict {
 	if strings.Contains(msg, "unsupported protocol scheme") {
 		return Verdict{Terminal, "unsupported scheme"}
 	}
-	if invalidRequest(msg) {
+	if invalidRequest(err) {
 		return Verdict{Terminal, "invalid request"}
 	}
 	if i := strings.Index(msg, "stopped after "); i >= 0 && strings.Contains(msg[i:], " redirects") {
@@ -440,29 +440,45 @@ func classifyError(req *http.Request, err error) Verdict {
 	return Verdict{Ambiguous, "transport error"}
 }
 
-// invalidRequestErrors are the messages of the errors net/http returns,
-// untyped, for a request it refuses to write: nothing was sent, and no
-// retry changes the request.
+// invalidRequestErrors are how the errors net/http returns, untyped, for a
+// request it refuses to write begin: nothing was sent, and no retry changes
+// the request. net/http's Transport says "net/http: ", its ClientConn
+// "http: ", and its HTTP/2 transport wraps the shared header checks in
+// "http2: ".
 var invalidRequestErrors = []string{
-	"net/http: invalid header ",  // a field name or value (Transport.RoundTrip)
-	"net/http: invalid trailer ", // the same of a trailer
+	"net/http: invalid header ", // a field name or value
+	"net/http: invalid trailer ",
 	"net/http: invalid method ",
 	"net/http: can't write control character in Request.URL",
+	"http: invalid header ",
+	"http: invalid trailer ",
+	"http: invalid method ",
 	"http: invalid Host header",
 	"http: no Host in request URL",
 	"http: Request.Write on Request with no Host or URL set",
 	"http: nil Request.URL",
 	"http: nil Request.Header",
-	"invalid HTTP header ", // HTTP/2, for a field net/http's check let by
-	"invalid request :path ",
+	"http2: invalid Host header",
+	"http2: invalid HTTP header ",
+	"http2: invalid HTTP trailer ",
+	"http2: invalid Trailer key ",
+	"http2: invalid request :path ",
+	"http2: invalid Upgrade request header",
+	"http2: invalid Transfer-Encoding request header",
+	"http2: invalid Connection request header",
+	"http2: invalid :protocol header",
 }
 
-// invalidRequest reports whether msg, a transport error's text, is one of
-// invalidRequestErrors, alone or wrapped (as *url.Error does).
-func invalidRequest(msg string) bool {
-	for _, m := range invalidRequestErrors {
-		if i := strings.Index(msg, m); i == 0 || (i > 0 && msg[i-1] == ' ') {
-			return true
+// invalidRequest reports whether err, or an error it wraps, is one of
+// invalidRequestErrors. Only the start of each error's own text is
+// compared, never text further in, which may quote what a server sent.
+func invalidRequest(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		msg := err.Error()
+		for _, m := range invalidRequestErrors {
+			if strings.HasPrefix(msg, m) {
+				return true
+			}
 		}
 	}
 	return false

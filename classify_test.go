@@ -9,10 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/iotest"
@@ -501,4 +503,78 @@ func TestInvalidRequestIsTerminal(t *testing.T) {
 	for _, msg := range []string{"read: xnet/http: invalid header", "proxy said net/http:invalid method"} {
 		assert.Equal(t, heed.Ambiguous, heed.DefaultClassifier(nil, nil, errors.New(msg)).Class, msg)
 	}
+}
+
+// TestInvalidRequestOverHTTP2: net/http's HTTP/2 transport refuses the same
+// requests with errors of its own ("http2: invalid ..."), which are
+// Terminal as well; made by a real HTTP/2 client against a loopback server
+// that never sees them.
+func TestInvalidRequestOverHTTP2(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	tests := []struct {
+		name string
+		set  func(r *http.Request)
+	}{
+		{"Host", func(r *http.Request) { r.Host = "bad host" }},
+		{"Connection", func(r *http.Request) { r.Header.Set("Connection", "x-custom") }},
+		{"Upgrade", func(r *http.Request) { r.Header.Set("Upgrade", "websocket") }},
+		{"Transfer-Encoding", func(r *http.Request) { r.Header.Set("Transfer-Encoding", "gzip") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inner := &countingRT{next: srv.Client().Transport}
+			req := newRequest(t, t.Context(), "GET", srv.URL+"/v1/x", nil)
+			tt.set(req)
+			resp, err := heed.New(inner).RoundTrip(req)
+			require.Error(t, err)
+			assert.Nil(t, resp)
+			assert.Equal(t, heed.Verdict{Class: heed.Terminal, Reason: "invalid request"}, heed.DefaultClassifier(req, nil, err), "%v", err)
+			assert.Equal(t, 1, inner.n, "tried once")
+		})
+	}
+	// The same checks, from net/http's ClientConn and the HTTP/2 transport,
+	// as their texts begin.
+	for _, msg := range []string{`http: invalid header field value for "X"`, `http: invalid method "GET X"`, `http2: invalid request :path "x"`, `http2: invalid HTTP header field value for "X"`} {
+		assert.Equal(t, heed.Terminal, heed.DefaultClassifier(nil, nil, &url.Error{Op: "Get", URL: "https://api.example/", Err: errors.New(msg)}).Class, msg)
+	}
+	assert.Zero(t, hits.Load(), "the server saw none of them")
+}
+
+// TestServerTextIsNoInvalidRequest: a server whose malformed answer quotes
+// the words of an invalid request is not taken for one: the request was
+// sent, and a GET is retried.
+func TestServerTextIsNoInvalidRequest(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				_, _ = c.Read(make([]byte, 4096))
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nupstream sent invalid HTTP header x\r\nnet/http: invalid header y\r\n\r\n")
+			}()
+		}
+	}()
+	req := newRequest(t, t.Context(), "GET", "http://"+ln.Addr().String()+"/v1/x", nil)
+	inner := &http.Transport{}
+	defer inner.CloseIdleConnections()
+	_, raw := inner.RoundTrip(req.Clone(t.Context()))
+	require.Error(t, raw)
+	assert.Equal(t, heed.Ambiguous, heed.DefaultClassifier(req, nil, raw).Class, "%v", raw)
+
+	tr := heed.New(inner, heed.WithPolicy(heed.Policy{MaxAttempts: 3, Backoff: heed.Constant(time.Millisecond)}))
+	_, err = tr.RoundTrip(req)
+	require.Error(t, err)
+	assert.Equal(t, int32(4), conns.Load(), "one probe, then three attempts")
 }

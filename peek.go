@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // PeekBody reads at most n bytes of resp's body and leaves resp.Body whole:
@@ -70,7 +71,10 @@ func decodePeek(h http.Header, raw []byte, n int) []byte {
 		// RFC 9110's deflate is zlib-wrapped; some servers send it bare.
 		if zr, err := zlib.NewReader(bytes.NewReader(raw)); err == nil {
 			r = zr
-		} else if out := readUpTo(flate.NewReader(bytes.NewReader(raw)), n); len(out) > 0 {
+		} else if out := readUpTo(flate.NewReader(bytes.NewReader(raw)), n); text(out) && !text(raw) {
+			// Bytes that are not a deflate stream often decode to
+			// something all the same: take bare deflate only when it
+			// turns bytes that are not text into text, as an error body is.
 			return out
 		} else {
 			return raw
@@ -79,6 +83,25 @@ func decodePeek(h http.Header, raw []byte, n int) []byte {
 		return raw
 	}
 	return readUpTo(r, n)
+}
+
+// text reports whether b is non-empty UTF-8 without control characters
+// other than tab, CR and LF; a cut-off last character counts as text.
+func text(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 {
+			return len(b) < utf8.UTFMax && !utf8.FullRune(b)
+		}
+		if r < 0x20 && r != '\t' && r != '\r' && r != '\n' || r == 0x7f {
+			return false
+		}
+		b = b[size:]
+	}
+	return true
 }
 
 // readUpTo reads r until n bytes, its end or an error.

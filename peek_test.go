@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -183,4 +185,29 @@ func FuzzPeekBody(f *testing.F) {
 			t.Fatalf("body changed: %v", err)
 		}
 	})
+}
+
+// TestPlainBodyLabelledDeflate: a plain body under Content-Encoding:
+// deflate (a server or middleware that decoded and kept the header) is read
+// as it came, so an insufficient_quota 429 is still billing, sent once.
+func TestPlainBodyLabelledDeflate(t *testing.T) {
+	for _, body := range []string{
+		`{"error":{"code":"insufficient_quota"}}`,
+		"\n{\"error\":{\"code\":\"insufficient_quota\"}}",
+		`  {"error":{"type":"insufficient_quota"}}`,
+	} {
+		for _, enc := range []string{"deflate", "gzip", "x-gzip"} {
+			t.Run(enc+"/"+strconv.Quote(body[:3]), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					rt := script(reply{status: 429, header: hdr("Content-Type", ctJSON, "Content-Encoding", enc), body: body})
+					resp, err := heed.New(rt).RoundTrip(newRequest(t, t.Context(), "POST", "https://api.example/v1/chat", strings.NewReader("{}")))
+					require.NoError(t, err)
+					got, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					assert.Equal(t, body, string(got))
+					assert.Len(t, rt.requests(), 1, "billing: sent once")
+				})
+			})
+		}
+	}
 }
