@@ -135,3 +135,13 @@ func TestScopeForKeepsTenantsApart(t *testing.T) {
 		})
 	}
 }
+
+// TestScopeForPanicClosesTheBody: a RoundTrip closes the caller's body on
+// every path, a panicking ScopeFor's included.
+func TestScopeForPanicClosesTheBody(t *testing.T) {
+	tr := heed.New(script(ok200), heed.WithPolicy(heed.Policy{ScopeFor: func(*http.Request) string { panic("tenant lookup failed") }}))
+	body := newCloseCounter("payload")
+	req := newRequest(t, t.Context(), "PUT", "https://api.example/x", body)
+	assert.PanicsWithValue(t, "tenant lookup failed", func() { _, _ = tr.RoundTrip(req) })
+	assert.Equal(t, 1, body.closes())
+}

@@ -301,7 +301,7 @@ type routeCache struct {
 	m  map[routeKey]*policy // nil policy: no route matched
 }
 
-type routeKey struct{ method, host, path string }
+type routeKey struct{ method, host, path string } // path: as sent, escaped
 
 const routeCacheSize = 4096
 
@@ -345,18 +345,22 @@ func (r routes) match(req *http.Request) *policy {
 	if host == "" {
 		host = req.URL.Host
 	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet // as net/http sends it
+	}
 	// ServeMux matches the escaped path, where an encoded slash (%2F) is
 	// part of a segment, not a separator: key on that form, so that two
 	// paths that decode alike but match differently never share an entry.
-	escaped := req.URL.EscapedPath()
-	k := routeKey{req.Method, host, escaped}
+	escaped := wirePath(req.URL)
+	k := routeKey{method, host, escaped}
 	r.cache.mu.RLock()
 	pol, hit := r.cache.m[k]
 	r.cache.mu.RUnlock()
 	if hit {
 		return pol
 	}
-	pol = r.lookup(req, host, escaped)
+	pol = r.lookup(req, k)
 	r.cache.mu.Lock()
 	if len(r.cache.m) >= routeCacheSize {
 		clear(r.cache.m)
@@ -366,18 +370,42 @@ func (r routes) match(req *http.Request) *policy {
 	return pol
 }
 
-// lookup asks the ServeMux for req's route; escaped is req's escaped path.
-func (r routes) lookup(req *http.Request, host, escaped string) *policy {
+// wirePath returns the escaped path u is sent with: its escaped path, or
+// for an opaque URL the path part of Opaque, which net/http sends as it is.
+func wirePath(u *url.URL) string {
+	o := u.Opaque
+	if o == "" {
+		return u.EscapedPath()
+	}
+	if rest, ok := strings.CutPrefix(o, "//"); ok {
+		// "//host/path": sent as an absolute URL, whose path is the rest.
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			return rest[i:]
+		}
+		return "/"
+	}
+	return o
+}
+
+// lookup asks the ServeMux for req's route; k holds the method, host and
+// escaped path it is sent with.
+func (r routes) lookup(req *http.Request, k routeKey) *policy {
 	m := req
-	p := cleanPath(escaped)
-	// ServeMux matches on r.Host and the escaped r.URL.Path, and redirects
-	// unclean paths; a client request may carry neither form, so match a
-	// shallow stand-in when needed, whose escaped path is the cleaned one.
-	if host != req.Host || p != escaped {
+	p := cleanPath(k.path)
+	// ServeMux matches on r.Method, r.Host and the escaped r.URL.Path, and
+	// redirects unclean paths; a client request may carry none of these
+	// forms, so match a shallow stand-in when needed, whose escaped path is
+	// the cleaned one.
+	if k.host != req.Host || k.method != req.Method || p != k.path || req.URL.Opaque != "" {
 		u := *req.URL
+		u.Opaque = ""
 		u.RawPath = p
-		u.Path, _ = url.PathUnescape(p) // p came from EscapedPath: valid
-		m = &http.Request{Method: req.Method, Host: host, URL: &u, Header: req.Header}
+		if dec, err := url.PathUnescape(p); err == nil {
+			u.Path = dec
+		} else {
+			u.Path, u.RawPath = p, "" // an Opaque path may be invalid escaping
+		}
+		m = &http.Request{Method: k.method, Host: k.host, URL: &u, Header: req.Header}
 	}
 	h, _ := r.mux.Handler(m)
 	if rh, ok := h.(routeHandler); ok {

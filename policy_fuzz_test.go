@@ -1,6 +1,7 @@
 package heed
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -80,7 +81,7 @@ func FuzzRoutes(f *testing.F) {
 			if p != nil {
 				t.Fatalf("CONNECT matched %q", p.name)
 			}
-		} else if fresh := r.lookup(req, host, req.URL.EscapedPath()); fresh != p {
+		} else if fresh := r.lookup(req, routeKey{cmp.Or(method, http.MethodGet), host, req.URL.EscapedPath()}); fresh != p {
 			t.Fatalf("lookup gave %v, match gave %v", fresh, p)
 		}
 		got := tr.Policy(req).Name

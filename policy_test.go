@@ -2,6 +2,9 @@ package heed_test
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -219,6 +222,52 @@ func TestRoutesMatchTheEscapedPath(t *testing.T) {
 				assert.Len(t, rt.requests(), tt.sends, "sends of a key-less POST to %s", tt.path)
 				assert.Equal(t, tt.route, tr.Policy(req).Name)
 			})
+		})
+	}
+}
+
+// TestRoutesMatchWhatTheServerMatches: heed picks the route a ServeMux with
+// the same patterns picks for the request as it arrives, over loopback,
+// for escaped, opaque and method-less requests alike.
+func TestRoutesMatchWhatTheServerMatches(t *testing.T) {
+	patterns := []string{"POST /v1/files/{id}", "POST /v1/files/{dir}/{id}", "GET /v1/jobs/{id}", "/v1/", "/"}
+	mux := http.NewServeMux()
+	var opts []heed.Option
+	for _, p := range patterns {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Pattern", r.Pattern) })
+		opts = append(opts, heed.WithRoute(p, heed.Policy{Name: p, MaxAttempts: 1}))
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	tr := heed.New(srv.Client().Transport, opts...)
+
+	tests := []struct {
+		name   string
+		method string
+		url    *url.URL
+	}{
+		{"encoded slash", "POST", &url.URL{Scheme: "http", Host: addr, Path: "/v1/files/a/b", RawPath: "/v1/files/a%2Fb"}},
+		{"two segments", "POST", &url.URL{Scheme: "http", Host: addr, Path: "/v1/files/a/b"}},
+		{"opaque with an encoded slash", "POST", &url.URL{Scheme: "http", Host: addr, Opaque: "/v1/files/a%2Fb"}},
+		{"opaque, two segments", "POST", &url.URL{Scheme: "http", Host: addr, Opaque: "/v1/files/a/b"}},
+		{"opaque with a host", "POST", &url.URL{Scheme: "http", Host: addr, Opaque: "//" + addr + "/v1/files/a%2Fb"}},
+		{"opaque with a host, two segments", "POST", &url.URL{Scheme: "http", Host: addr, Opaque: "//" + addr + "/v1/files/x/y"}},
+		{"no method means GET", "", &url.URL{Scheme: "http", Host: addr, Path: "/v1/jobs/7"}},
+		{"GET", "GET", &url.URL{Scheme: "http", Host: addr, Path: "/v1/jobs/7"}},
+		{"escaped job id", "GET", &url.URL{Scheme: "http", Host: addr, Path: "/v1/jobs/a/b", RawPath: "/v1/jobs/a%2Fb"}},
+		{"root", "GET", &url.URL{Scheme: "http", Host: addr, Path: "/"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := (&http.Request{Method: tt.method, URL: tt.url, Header: http.Header{}, Host: addr}).WithContext(t.Context())
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, 200, resp.StatusCode)
+			served := resp.Header.Get("X-Pattern")
+			require.NotEmpty(t, served)
+			assert.Equal(t, served, tr.Policy(req).Name, "heed's route is the server's")
 		})
 	}
 }

@@ -140,7 +140,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	b := rules.NewBudget(ctx, start, p.maxElapsed)
 	scope := p.scope
 	if p.scopeFor != nil {
-		if s := p.scopeFor(req); s != "" {
+		if s := scopeFor(p.scopeFor, req); s != "" {
 			scope = s
 		}
 	}
@@ -172,6 +172,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt.newKey = newIdempotencyKey()
 	}
 	return rt.run(start)
+}
+
+// scopeFor calls f for req; should f panic, it closes req's body first, as
+// a RoundTrip closes it on every path, and panics on.
+func scopeFor(f func(*http.Request) string, req *http.Request) string {
+	defer func() {
+		if v := recover(); v != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			panic(v)
+		}
+	}()
+	return f(req)
 }
 
 // roundTrip is the state of one RoundTrip call.
