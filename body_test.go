@@ -343,7 +343,7 @@ func TestGetBodyAfterTheLastUploadEnds(t *testing.T) {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				payload := bytes.Repeat([]byte("0123456789abcdef"), size/16)
-				shared := bytes.NewReader(payload)
+				shared := &lockedReader{r: bytes.NewReader(payload)}
 				var got [][]byte
 				var mu sync.Mutex
 				var n int
@@ -378,8 +378,7 @@ func TestGetBodyAfterTheLastUploadEnds(t *testing.T) {
 				req := newRequest(t, t.Context(), "PUT", "https://x.example/obj", io.NopCloser(shared))
 				req.ContentLength = -1
 				req.GetBody = func() (io.ReadCloser, error) {
-					_, err := shared.Seek(0, io.SeekStart)
-					return io.NopCloser(shared), err
+					return io.NopCloser(shared), shared.rewind()
 				}
 				resp, err := heed.New(inner, heed.WithPolicy(exact(heed.Policy{MinWait: 4 * time.Second}))).RoundTrip(req)
 				require.NoError(t, err)
@@ -390,6 +389,26 @@ func TestGetBodyAfterTheLastUploadEnds(t *testing.T) {
 			})
 		})
 	}
+}
+
+// lockedReader is one reader shared by every attempt, which a GetBody
+// rewinds; safe for concurrent use, as such a shared body must be.
+type lockedReader struct {
+	mu sync.Mutex
+	r  *bytes.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
+}
+
+func (l *lockedReader) rewind() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err := l.r.Seek(0, io.SeekStart)
+	return err
 }
 
 // TestGetBodyFailureWithALongResponse: a response too long to keep through
