@@ -91,6 +91,16 @@ func (a *adaptive) refill(now time.Time) {
 // sent after the last throttle lowers the rate, so that one burst of 429s
 // counts once. A throttle with a hint sets the pace to one send per hint,
 // the pace the server itself named; one without, to 0.7 of the rate the
+// release accounts for a send that ends without a throttle: delivered, or
+// deferred before it was written.
+func (a *adaptive) release(now, sent time.Time) {
+	if a.active.Load() {
+		a.answered(now, sent, false, 0)
+		return
+	}
+	a.inflight.Add(-1) // all answered does when off
+}
+
 // scope was sending at.
 func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Duration) {
 	others := a.inflight.Add(-1)

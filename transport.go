@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -49,6 +50,11 @@ type Transport struct {
 type scopeLocal struct {
 	limiter adaptive
 	budgets map[*policy]*retryBudget
+
+	// The latest hold this Transport set, and when it was set, in Unix
+	// nanoseconds: what the wire check checks against.
+	heldUntil   atomic.Int64
+	throttledAt atomic.Int64
 }
 
 // New returns a Transport that sends through next (http.DefaultTransport
@@ -152,7 +158,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	local, retries := t.scope(p, scope)
-	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: b, scope: scope, retries: retries, limiter: &local.limiter}
+	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: b, scope: scope, retries: retries, local: local, limiter: &local.limiter}
 	rt.retries.first(start)
 	if p.maxAttempts > 1 {
 		body, err := prepareBody(req, t.bodyBound)
@@ -196,6 +202,7 @@ type roundTrip struct {
 	ctx      context.Context
 	deadline rules.Budget // the time this RoundTrip may spend
 	retries  *retryBudget // the scope's retry budget; nil: none
+	local    *scopeLocal  // what this Transport keeps of the scope
 	limiter  *adaptive    // the scope's adaptive rate limiter
 	scope    string
 	body     replay
@@ -240,7 +247,17 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 		rt.kept = nil
 		rt.limiter.sent(sent)
-		resp, err := rt.t.next.RoundTrip(out)
+		send, check := rt.wired(out, attempt, sent)
+		resp, err := rt.t.next.RoundTrip(send)
+		if check != nil {
+			var de *DeferredError
+			if resp, de = check.finish(resp, err); de != nil {
+				// Deferred before a byte of it was written.
+				rt.done(nil, sent, false)
+				rt.limiter.release(time.Now(), sent)
+				return nil, de
+			}
+		}
 		// The clock is read again only when a decision needs it: a
 		// delivered response that publishes no quota does without.
 		now = time.Time{}
@@ -259,11 +276,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
-			if rt.limiter.active.Load() {
-				rt.limiter.answered(time.Now(), sent, false, 0)
-			} else {
-				rt.limiter.inflight.Add(-1) // all answered does when off
-			}
+			rt.limiter.release(time.Now(), sent)
 			d.op = opDeliver
 			rt.decide(levelFor(v.Class), &d)
 			return resp, err
@@ -500,7 +513,14 @@ func (rt *roundTrip) decide(level zapcore.Level, d *decision) {
 // hold extends the scope's gate to hint after now, at most the Transport's
 // MaxHold; a gate error is logged and ignored.
 func (rt *roundTrip) hold(now time.Time, hint time.Duration) {
-	if err := rt.t.gate.Hold(rt.ctx, rt.scope, now.Add(min(hint, rt.t.maxHold))); err != nil {
+	until := now.Add(min(hint, rt.t.maxHold))
+	for held := rt.local.heldUntil.Load(); until.UnixNano() > held; held = rt.local.heldUntil.Load() {
+		if rt.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
+			break
+		}
+	}
+	rt.local.throttledAt.Store(now.UnixNano())
+	if err := rt.t.gate.Hold(rt.ctx, rt.scope, until); err != nil {
 		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
 }

@@ -1,0 +1,119 @@
+package heed
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/heed-go/heed/internal/rules"
+)
+
+// The wire check: a send that passed the gate may still be dialing, or
+// waiting for a connection, when another send of its scope is throttled.
+// It is then checked again once its connection is ready, before its
+// request is written (net/http's httptrace GotConn), and held until the
+// throttle's hold ends, or deferred unsent when that wait does not fit.
+//
+// The check costs a trace, a context and a request copy per send, so it is
+// made only for the sends of a scope throttled within wireCheckFor: a herd
+// that is being throttled, which is where the race happens. It sees the
+// holds this Transport set, not those another process set in a shared gate.
+
+// wireCheckFor is how long after a throttle a scope's sends are checked
+// again once their connection is ready.
+const wireCheckFor = time.Minute
+
+// errWireDeferred ends a send that the wire check deferred.
+var errWireDeferred = errors.New("heed: deferred before the request was written")
+
+// wireCheck is the check of one send.
+type wireCheck struct {
+	rt      roundTrip // a copy as the send left: the RoundTrip's own stays on its stack
+	attempt int
+	cancel  context.CancelCauseFunc
+
+	mu       sync.Mutex
+	deferred *DeferredError // set when the check deferred the send
+}
+
+// wired returns out to be sent with the wire check, when its scope was
+// throttled lately; else out itself and nil.
+func (rt *roundTrip) wired(out *http.Request, attempt int, now time.Time) (*http.Request, *wireCheck) {
+	at := rt.local.throttledAt.Load()
+	if at == 0 || now.UnixNano()-at > int64(wireCheckFor) {
+		return out, nil
+	}
+	ctx, cancel := context.WithCancelCause(out.Context())
+	c := &wireCheck{rt: *rt, attempt: attempt, cancel: cancel}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: c.gotConn})
+	return out.WithContext(ctx), c
+}
+
+// gotConn runs once the send's connection is ready, before its request is
+// written: it waits out a hold of the scope that ends later, or defers.
+func (c *wireCheck) gotConn(httptrace.GotConnInfo) {
+	rt := &c.rt
+	until := rt.local.heldUntil.Load()
+	now := time.Now()
+	if until <= now.UnixNano() {
+		return
+	}
+	wait := time.Duration(until - now.UnixNano())
+	p := rt.p
+	d := decision{
+		route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: c.attempt,
+		status: rt.status, verdict: Verdict{Throttled, reasonCoolingDown},
+		wait: wait, source: "wire", retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
+	}
+	if !rt.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, rt.took)) {
+		de := rt.deferred(&d, c.attempt-1)
+		c.mu.Lock()
+		c.deferred = de
+		c.mu.Unlock()
+		c.cancel(errWireDeferred)
+		return
+	}
+	d.op = opGateWait
+	rt.decide(zapcore.InfoLevel, &d)
+	_ = rules.Sleep(rt.ctx, wait) // a context that ends fails the send itself
+}
+
+// finish ends the check once the send returned: a deferred send becomes
+// its *DeferredError; a response's body ends the send's context when it is
+// closed; a failed send ends it at once.
+func (c *wireCheck) finish(resp *http.Response, err error) (*http.Response, *DeferredError) {
+	c.mu.Lock()
+	de := c.deferred
+	c.mu.Unlock()
+	if de != nil {
+		if resp != nil {
+			discard(resp)
+		}
+		c.cancel(nil)
+		return nil, de
+	}
+	if resp == nil || resp.Body == nil {
+		c.cancel(nil)
+		return resp, nil
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: c.cancel}
+	return resp, nil
+}
+
+// cancelBody ends a send's context when its body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
