@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		env.Log = stderr
 	}
-	writeTable(stdout, ss, cs, measure(env, ss, cs))
+	writeTable(stdout, ss, cs, measure(env, ss, cs), env.Quick)
 	return 0
 }
 

@@ -26,6 +26,9 @@ type Row struct {
 	Key   string // unique within its scenario
 	Label string // the table's first column
 	Ideal string // the ideal column
+	// Full rows are measured in a full run only; -quick leaves them out of
+	// the table.
+	Full bool
 }
 
 // Figures holds cells: row key → client name → text.

@@ -91,11 +91,16 @@ func herdRows(name string, total, workers int) []Row {
 // ideal worked out during the run; table.go prints it in the ideal column.
 const idealCell = "ideal"
 
-// limiter is a rate-limited server's decision for one request at now: it
+// admitter is a rate-limited server's decision for one request at now: it
 // sets the response's headers and says whether to serve it (200) or
 // refuse it (429). Calls are serialised by the server.
-type limiter interface {
+type admitter interface {
 	admit(now time.Time, h http.Header) bool
+}
+
+// limiter is an admitter that knows its ideal.
+type limiter interface {
+	admitter
 	// ideal is the least wall time in which total requests starting at
 	// start can all be served, and a note on how it was worked out.
 	ideal(start time.Time, total int) (time.Duration, string)
@@ -103,10 +108,11 @@ type limiter interface {
 
 // herdRun is what one client's run gave.
 type herdRun struct {
+	begun             time.Time // when the first request was sent
 	wall              time.Duration
 	ideal             time.Duration
 	received, refused int64
-	failed            int
+	ok, failed        int            // requests that ended in a 200, and the rest
 	why               map[string]int // failures by kind
 }
 
@@ -137,11 +143,7 @@ func runHerd(env *Env, name string, cs []Client, total, workers int, newLimiter 
 		d.Close()
 		fmt.Fprintf(env.Log, "bench: %s %s: %s, %d received, %d refused, %d failed %v\n",
 			name, c.Name, dur(r.wall), r.received, r.refused, r.failed, r.why)
-		cell := fmt.Sprintf("%s (%.2f×", dur(r.wall), float64(r.wall)/float64(max(r.ideal, time.Millisecond)))
-		if r.failed > 0 {
-			cell += fmt.Sprintf("; %d failed", r.failed)
-		}
-		out.set("time", c.Name, cell+")")
+		out.set("time", c.Name, timeCell(r))
 		out.set("load", c.Name, fmt.Sprintf("%d / %d", r.received, r.refused))
 		out.set("failed", c.Name, failedCell(r))
 	}
@@ -149,22 +151,41 @@ func runHerd(env *Env, name string, cs []Client, total, workers int, newLimiter 
 	return out
 }
 
-// herdOnce runs one client: it waits for start, then workers goroutines
-// take requests from a shared count until total have been sent or the
-// cap has passed.
+// timeCell is a run's wall time, its ratio to the ideal, and how many
+// requests failed.
+func timeCell(r herdRun) string {
+	cell := fmt.Sprintf("%s (%.2f×", dur(r.wall), float64(r.wall)/float64(max(r.ideal, time.Millisecond)))
+	if r.failed > 0 {
+		cell += fmt.Sprintf("; %d failed", r.failed)
+	}
+	return cell + ")"
+}
+
+// herdOnce runs one client against a fresh limitedServer of lim.
 func herdOnce(d Doer, lim limiter, start time.Time, total, workers int) herdRun {
 	s, _, refused := limitedServer(lim, 0)
 	defer s.Close()
-	ctx, cancel := context.WithDeadline(context.Background(), start.Add(herdCap))
+	run := herdSend(d, s.URL+"/v1/items", start, herdCap, total, workers)
+	run.ideal, _ = lim.ideal(run.begun, total)
+	run.received = int64(len(s.got()))
+	run.refused = refused.Load()
+	return run
+}
+
+// herdSend is the herd itself: it waits for start, then workers goroutines
+// take GETs of url from a shared count until total have been sent or limit
+// has passed since start; every request's context ends then too. It fills
+// in what the client saw: when it began, the wall time to the last answer,
+// the requests that ended in a 200 and the failures.
+func herdSend(d Doer, url string, start time.Time, limit time.Duration, total, workers int) herdRun {
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(limit))
 	defer cancel()
 	time.Sleep(time.Until(start))
-	begun := time.Now()
-	run := herdRun{why: map[string]int{}}
-	run.ideal, _ = lim.ideal(begun, total)
+	run := herdRun{begun: time.Now(), why: map[string]int{}}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var rmu sync.Mutex
-	var last time.Time
+	last := run.begun
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -174,7 +195,7 @@ func herdOnce(d Doer, lim limiter, start time.Time, total, workers int) herdRun 
 				if ctx.Err() != nil {
 					kind = "not sent by the cap"
 				} else {
-					r := d.Do(&Call{Ctx: ctx, Method: http.MethodGet, URL: s.URL + "/v1/items"})
+					r := d.Do(&Call{Ctx: ctx, Method: http.MethodGet, URL: url})
 					switch {
 					case r.Err != nil:
 						kind = errKind(r.Err)
@@ -187,6 +208,8 @@ func herdOnce(d Doer, lim limiter, start time.Time, total, workers int) herdRun 
 				if kind != "" {
 					run.failed++
 					run.why[kind]++
+				} else {
+					run.ok++
 				}
 				if now.After(last) {
 					last = now
@@ -196,9 +219,7 @@ func herdOnce(d Doer, lim limiter, start time.Time, total, workers int) herdRun 
 		}()
 	}
 	wg.Wait()
-	run.wall = last.Sub(begun)
-	run.received = int64(len(s.got()))
-	run.refused = refused.Load()
+	run.wall = last.Sub(run.begun)
 	return run
 }
 
@@ -206,7 +227,7 @@ func herdOnce(d Doer, lim limiter, start time.Time, total, workers int) herdRun 
 // 429 when it refuses, else 200 after latency (0: at once, and a request
 // whose context ends first is answered then). It counts the requests it
 // served and refused.
-func limitedServer(lim limiter, latency time.Duration) (s *server, served, refused *atomic.Int64) {
+func limitedServer(lim admitter, latency time.Duration) (s *server, served, refused *atomic.Int64) {
 	var mu sync.Mutex
 	served, refused = new(atomic.Int64), new(atomic.Int64)
 	s = newServer(func(_ int, w http.ResponseWriter, r *http.Request) {

@@ -7,8 +7,9 @@ import (
 )
 
 // writeTable prints one markdown table: a row per figure of each scenario
-// run, a column for the ideal and for each client.
-func writeTable(w io.Writer, ss []*Scenario, cs []Client, figs map[string]Figures) {
+// run, a column for the ideal and for each client. With quick, rows marked
+// Full are left out.
+func writeTable(w io.Writer, ss []*Scenario, cs []Client, figs map[string]Figures, quick bool) {
 	head := []string{"figure", "ideal"}
 	for _, c := range cs {
 		head = append(head, c.Column)
@@ -22,6 +23,9 @@ func writeTable(w io.Writer, ss []*Scenario, cs []Client, figs map[string]Figure
 	for _, s := range ss {
 		f := figs[s.Name]
 		for _, r := range s.Rows {
+			if r.Full && quick {
+				continue
+			}
 			cells := []string{r.Label, r.Ideal}
 			if v := f[r.Key][idealCell]; v != "" { // worked out during the run
 				cells[1] = v
