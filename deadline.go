@@ -33,7 +33,10 @@ type DeferredError struct {
 	// Status is the last response's status, 0 when the last attempt got no
 	// response or none was sent.
 	Status int
-	// Reason is the verdict's reason, or "cooling down" for a gate.
+	// Reason is the verdict's reason; or, deferred before a send, "cooling
+	// down" (a hold or quota), "pacing" (a pace or a Limit's rate),
+	// "concurrency limit" (a Limit's InFlight; RetryAt is heed's estimate)
+	// or "queue full" (Policy.MaxWaiting).
 	Reason string
 	// Wait is the full wait that did not fit: hint or backoff, jitter
 	// included.

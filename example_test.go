@@ -211,3 +211,41 @@ func ExampleWithMaxHold() {
 	// that request waits: 8760h0m0s
 	// the host is held for: 1h0m0s attempts 0
 }
+
+// Keep to a limit you know and the server does not signal: at most 2
+// requests in flight, as an API that refuses a third concurrent request
+// documents. A herd of 6 goes in three rounds.
+func ExampleLimit() {
+	var inFlight, most atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: heed.New(http.DefaultTransport, heed.WithPolicy(heed.Policy{
+		Limit: heed.Limit{InFlight: 2},
+	}))}
+	done := make(chan error)
+	for range 6 {
+		go func() {
+			resp, err := client.Get(srv.URL + "/v1/speech")
+			if err == nil {
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+	}
+	for range 6 {
+		if err := <-done; err != nil {
+			fmt.Println(err)
+		}
+	}
+	fmt.Println("most in flight at the server:", most.Load())
+	// Output:
+	// most in flight at the server: 2
+}

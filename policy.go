@@ -86,6 +86,15 @@ type Policy struct {
 	// is called once per RoundTrip, from many goroutines at once.
 	// Default: none.
 	ScopeFor func(*http.Request) string
+	// Limit is what the caller knows of the server's limit for the sends
+	// of this policy in each scope: heed never exceeds it, and obeys the
+	// server where it asks for less. Default: the zero Limit, none known.
+	Limit Limit
+	// MaxWaiting is the most RoundTrips of a scope that wait to send at
+	// once, behind a hold, a published quota, a pace or a Limit; one more
+	// defers at once, with RetryAt the end of its wait. Default
+	// DefaultMaxWaiting.
+	MaxWaiting int
 }
 
 // Backoff gives the wait before a retry when the server gave no hint.
@@ -222,6 +231,8 @@ type policy struct {
 	classify    Classifier
 	scope       string
 	scopeFor    func(*http.Request) string
+	limit       Limit
+	maxWaiting  int
 	keyHeader   string // canonical form
 	retryUnsafe bool
 	budget      Budget
@@ -243,6 +254,8 @@ func resolve(p Policy, name string) *policy {
 		classify:    p.Classify,
 		scope:       p.Scope,
 		scopeFor:    p.ScopeFor,
+		limit:       p.Limit,
+		maxWaiting:  p.MaxWaiting,
 		retryUnsafe: p.RetryUnsafe,
 		budget:      p.Budget,
 	}
@@ -257,6 +270,12 @@ func resolve(p Policy, name string) *policy {
 	}
 	if r.minWait <= 0 {
 		r.minWait = DefaultMinWait
+	}
+	if r.maxWaiting <= 0 {
+		r.maxWaiting = DefaultMaxWaiting
+	}
+	if r.limit.Burst < 1 && r.limit.Rate > 0 {
+		r.limit.Burst = 1
 	}
 	if r.backoff == nil {
 		r.backoff = defaultBackoff
@@ -275,7 +294,7 @@ func resolve(p Policy, name string) *policy {
 	r.public = Policy{
 		Name: r.name, MaxAttempts: r.maxAttempts, MaxElapsed: r.maxElapsed, MaxWait: r.maxWait,
 		MinWait: r.minWait, Backoff: r.backoff, Jitter: r.jitter, Reserve: r.reserve,
-		Classify: r.classify, Scope: r.scope, ScopeFor: r.scopeFor, KeyHeader: r.keyHeader, RetryUnsafe: r.retryUnsafe,
+		Classify: r.classify, Scope: r.scope, ScopeFor: r.scopeFor, Limit: r.limit, MaxWaiting: r.maxWaiting, KeyHeader: r.keyHeader, RetryUnsafe: r.retryUnsafe,
 		Budget: r.budget,
 	}
 	return r

@@ -50,6 +50,8 @@ type Transport struct {
 type scopeLocal struct {
 	limiter adaptive
 	budgets map[*policy]*retryBudget
+	known   map[*policy]*known // the Limit of each policy that has one
+	waiting atomic.Int64       // RoundTrips waiting to send
 
 	// The latest hold this Transport set, and when it was set, in Unix
 	// nanoseconds: what the wire check checks against.
@@ -114,9 +116,9 @@ func (t *Transport) Policy(req *http.Request) Policy {
 	return t.policyFor(req).public
 }
 
-// scope returns the in-process state of scope, and p's retry budget in
-// it (nil when p has none).
-func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget) {
+// scope returns the in-process state of scope, p's retry budget in it
+// (nil when p has none) and p's known limit in it (nil when p has none).
+func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *known) {
 	t.scopesMu.Lock()
 	defer t.scopesMu.Unlock()
 	sl := t.scopes[scope]
@@ -124,15 +126,25 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget) {
 		sl = &scopeLocal{budgets: make(map[*policy]*retryBudget, 1)}
 		t.scopes[scope] = sl
 	}
+	var k *known
+	if p.limit != (Limit{}) {
+		if k = sl.known[p]; k == nil {
+			if sl.known == nil {
+				sl.known = make(map[*policy]*known, 1)
+			}
+			k = newKnown(p.limit)
+			sl.known[p] = k
+		}
+	}
 	if p.budget.Disabled {
-		return sl, nil
+		return sl, nil, k
 	}
 	b := sl.budgets[p]
 	if b == nil {
 		b = newRetryBudget(p.budget)
 		sl.budgets[p] = b
 	}
-	return sl, b
+	return sl, b, k
 }
 
 // RoundTrip sends req, retrying as its policy says. It returns the last
@@ -157,8 +169,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 
-	local, retries := t.scope(p, scope)
-	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: b, scope: scope, retries: retries, local: local, limiter: &local.limiter}
+	local, retries, known := t.scope(p, scope)
+	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: b, scope: scope, retries: retries, local: local, limiter: &local.limiter, known: known}
 	rt.retries.first(start)
 	if p.maxAttempts > 1 {
 		body, err := prepareBody(req, t.bodyBound)
@@ -204,6 +216,8 @@ type roundTrip struct {
 	retries  *retryBudget // the scope's retry budget; nil: none
 	local    *scopeLocal  // what this Transport keeps of the scope
 	limiter  *adaptive    // the scope's adaptive rate limiter
+	known    *known       // the policy's Limit in the scope; nil: none
+	slotAt   time.Time    // when the current send took a Limit slot; zero: none
 	scope    string
 	body     replay
 	newKey   string // a key heed adds to every attempt, if any
@@ -240,9 +254,16 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		if rt.known != nil {
+			if sent, err = rt.passLimit(attempt, sent); err != nil {
+				rt.done(nil, sent, false)
+				return nil, err
+			}
+		}
 		out, err := rt.request(attempt)
 		if err != nil {
 			rt.done(nil, sent, false)
+			rt.releaseSlot(nil)
 			return rt.replayFailed(attempt, err)
 		}
 		rt.kept = nil
@@ -254,10 +275,12 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			if resp, de = check.finish(resp, err); de != nil {
 				// Deferred before a byte of it was written.
 				rt.done(nil, sent, false)
+				rt.releaseSlot(nil)
 				rt.limiter.release(time.Now(), sent)
 				return nil, de
 			}
 		}
+		rt.releaseSlot(resp)
 		// The clock is read again only when a decision needs it: a
 		// delivered response that publishes no quota does without.
 		now = time.Time{}
@@ -431,17 +454,30 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 // that wait does not fit; or the context's error if it ends first.
 func (rt *roundTrip) waitToSend(attempt int, now time.Time, base, wait time.Duration, reason, source string, level zapcore.Level) error {
 	p := rt.p
-	d := decision{
-		route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
-		status: rt.status, verdict: Verdict{Throttled, reason},
-		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
-	}
+	d := rt.waitDecision(attempt, now, wait, reason, source)
 	if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
 		return rt.deferred(&d, attempt-1)
 	}
+	// The scope's waiting line is bounded: one more defers at once.
+	if n := rt.local.waiting.Add(1); n > int64(p.maxWaiting) {
+		rt.local.waiting.Add(-1)
+		d.verdict.Reason = reasonQueueFull
+		return rt.deferred(&d, attempt-1)
+	}
+	defer rt.local.waiting.Add(-1)
 	d.op = opGateWait
 	rt.decide(level, &d)
 	return rules.Sleep(rt.ctx, wait)
+}
+
+// waitDecision describes a wait of attempt before it is sent, decided at
+// now.
+func (rt *roundTrip) waitDecision(attempt int, now time.Time, wait time.Duration, reason, source string) decision {
+	return decision{
+		route: rt.p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
+		status: rt.status, verdict: Verdict{Throttled, reason},
+		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
+	}
 }
 
 // ceilMillisecond returns t, or the next whole Unix millisecond after it.
@@ -490,6 +526,8 @@ const (
 	reasonCoolingDown = "cooling down"
 	reasonRetryBudget = "retry budget"
 	reasonPacing      = "pacing"
+	reasonConcurrency = "concurrency limit"
+	reasonQueueFull   = "queue full"
 )
 
 // redactedURL returns the request URL redacted, redacting it once per

@@ -66,11 +66,7 @@ func (c *wireCheck) gotConn(httptrace.GotConnInfo) {
 	}
 	wait := time.Duration(until - now.UnixNano())
 	p := rt.p
-	d := decision{
-		route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: c.attempt,
-		status: rt.status, verdict: Verdict{Throttled, reasonCoolingDown},
-		wait: wait, source: "wire", retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
-	}
+	d := rt.waitDecision(c.attempt, now, wait, reasonCoolingDown, "wire")
 	if !rt.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, rt.took)) {
 		de := rt.deferred(&d, c.attempt-1)
 		c.mu.Lock()

@@ -1,0 +1,241 @@
+package heed
+
+// Known limits: what the caller knows of a server's limit, which heed keeps
+// to beside whatever the server says.
+
+import (
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// Limit is what the caller knows of a server's limit that the server may
+// not signal: the sends of one policy in one scope go at most Rate a
+// second, with bursts of at most Burst, and at most InFlight of them are
+// unanswered at once. heed keeps to it and still obeys every hold, quota
+// and pace the server asks for, which can only be slower. The zero Limit
+// knows nothing.
+type Limit struct {
+	// Rate is the most sends a second. Default 0: no known rate.
+	Rate float64
+	// Burst is the most sends that may go at once when the rate allows.
+	// Default (also for Burst < 1): 1.
+	Burst int
+	// InFlight is the most sends unanswered at once; a send counts from
+	// when it goes until its response body is closed, or its error
+	// returns. Default 0: no known cap.
+	InFlight int
+}
+
+// DefaultMaxWaiting is the most RoundTrips of a scope that wait to send at
+// once when Policy.MaxWaiting is 0.
+const DefaultMaxWaiting = 1000
+
+// known keeps a Limit for the sends of one policy in one scope.
+type known struct {
+	mu sync.Mutex
+	// the rate, as a generic cell rate algorithm: a send may go at
+	// tat - tolerance, and moves tat on by interval
+	interval  time.Duration
+	tolerance time.Duration
+	tat       time.Time
+
+	// the cap on sends in flight
+	slots   chan struct{} // one element per send in flight; nil: no cap
+	waiting int           // sends waiting for a slot
+	took    time.Duration // a send's time in flight, smoothed
+}
+
+func newKnown(l Limit) *known {
+	k := &known{}
+	if l.Rate > 0 && !math.IsInf(l.Rate, 0) && !math.IsNaN(l.Rate) {
+		k.interval = max(time.Duration(float64(time.Second)/l.Rate), 1)
+		k.tolerance = time.Duration(max(l.Burst, 1)-1) * k.interval
+	}
+	if l.InFlight > 0 {
+		k.slots = make(chan struct{}, l.InFlight)
+	}
+	return k
+}
+
+// reserve returns how long a send at now must wait for the rate, and takes
+// its place when fits says that wait fits; else it takes nothing.
+func (k *known) reserve(now time.Time, fits func(time.Duration) bool) (time.Duration, bool) {
+	if k.interval == 0 {
+		return 0, true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	tat := k.tat
+	if tat.Before(now) {
+		tat = now
+	}
+	wait := max(tat.Add(-k.tolerance).Sub(now), 0)
+	if wait > 0 && !fits(wait) {
+		return wait, false
+	}
+	k.tat = tat.Add(k.interval)
+	return wait, true
+}
+
+// expected returns how long a send that asks for a slot now may wait for
+// one: the sends waiting ahead of it, by groups of the cap, times a send's
+// smoothed time in flight; 0 when a slot is free.
+func (k *known) expected() time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.slots) < cap(k.slots) && k.waiting == 0 {
+		return 0
+	}
+	rounds := k.waiting/cap(k.slots) + 1
+	return time.Duration(rounds) * max(k.took, time.Millisecond)
+}
+
+// acquire takes a slot, waiting at most d for one; it reports whether it
+// got one, or returns the context's error.
+func (k *known) acquire(ctx context.Context, d time.Duration) (bool, error) {
+	select {
+	case k.slots <- struct{}{}:
+		return true, nil
+	default:
+	}
+	k.mu.Lock()
+	k.waiting++
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		k.waiting--
+		k.mu.Unlock()
+	}()
+	var expire <-chan time.Time
+	if d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		expire = timer.C
+	}
+	select {
+	case k.slots <- struct{}{}:
+		return true, nil
+	case <-expire:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// release gives back a slot taken at since, measuring the send's time.
+func (k *known) release(since time.Time) {
+	took := time.Since(since)
+	k.mu.Lock()
+	if k.took == 0 {
+		k.took = took
+	} else {
+		k.took = (k.took*7 + took) / 8
+	}
+	k.mu.Unlock()
+	<-k.slots
+}
+
+// slotBody gives back a send's slot when its response body is closed, once.
+type slotBody struct {
+	io.ReadCloser
+	k     *known
+	since time.Time
+	once  sync.Once
+}
+
+func (b *slotBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() { b.k.release(b.since) })
+	return err
+}
+
+// holdSlot makes resp's body give back the send's slot when it is closed,
+// or gives it back at once when there is no body to close.
+func (k *known) holdSlot(resp *http.Response, since time.Time) {
+	if resp == nil || resp.Body == nil || resp.Body == http.NoBody {
+		k.release(since)
+		return
+	}
+	resp.Body = &slotBody{ReadCloser: resp.Body, k: k, since: since}
+}
+
+// passLimit keeps the send that the gate let through at now to the
+// policy's Limit: it waits for the rate, then for a slot under the cap, or
+// returns a *DeferredError, with nothing sent, when that wait does not fit
+// (a wait for a slot is heed's estimate). It returns when the send may go.
+func (rt *roundTrip) passLimit(attempt int, now time.Time) (time.Time, error) {
+	k, p := rt.known, rt.p
+	reserve := max(p.reserve, rt.took)
+	fits := func(w time.Duration) bool { return rt.deadline.Fits(now, w, w, p.maxWait, reserve) }
+	wait, ok := k.reserve(now, fits)
+	if !ok {
+		d := rt.waitDecision(attempt, now, wait, reasonPacing, "limit")
+		return now, rt.deferred(&d, attempt-1)
+	}
+	if wait > 0 {
+		if err := rt.waitToSend(attempt, now, wait, wait, reasonPacing, "limit", zapcore.DebugLevel); err != nil {
+			return now, err
+		}
+		now = time.Now()
+	}
+	if k.slots == nil {
+		return now, nil
+	}
+	if exp := k.expected(); exp > 0 {
+		d := rt.waitDecision(attempt, now, exp, reasonConcurrency, "limit")
+		if !fits(exp) {
+			return now, rt.deferred(&d, attempt-1)
+		}
+		if n := rt.local.waiting.Add(1); n > int64(p.maxWaiting) {
+			rt.local.waiting.Add(-1)
+			d.verdict.Reason = reasonQueueFull
+			return now, rt.deferred(&d, attempt-1)
+		}
+		defer rt.local.waiting.Add(-1)
+		d.op = opGateWait
+		rt.decide(zapcore.DebugLevel, &d)
+	}
+	// Wait for a slot as long as the time left allows, past the estimate.
+	var bound time.Duration
+	if rt.deadline.Bound {
+		if bound = rt.deadline.End.Sub(now) - reserve; bound <= 0 {
+			bound = time.Nanosecond
+		}
+	}
+	if bound == 0 || bound > p.maxWait {
+		bound = p.maxWait
+	}
+	got, err := k.acquire(rt.ctx, bound)
+	if err != nil {
+		return now, err
+	}
+	now = time.Now()
+	if !got {
+		exp := max(k.expected(), time.Millisecond)
+		d := rt.waitDecision(attempt, now, exp, reasonConcurrency, "limit")
+		return now, rt.deferred(&d, attempt-1)
+	}
+	rt.slotAt = now
+	return now, nil
+}
+
+// releaseSlot gives back the current send's Limit slot, when it took one:
+// when resp's body is closed, or at once without a response.
+func (rt *roundTrip) releaseSlot(resp *http.Response) {
+	if rt.slotAt.IsZero() {
+		return
+	}
+	since := rt.slotAt
+	rt.slotAt = time.Time{}
+	if resp == nil {
+		rt.known.release(since)
+		return
+	}
+	rt.known.holdSlot(resp, since)
+}
