@@ -62,13 +62,6 @@ type QuotaGate interface {
 // cover the reset defers at once.
 const QuotaRecheck = 10 * time.Millisecond
 
-// Quota is what a response published about its scope: Remaining more sends
-// are allowed until Reset.
-type Quota struct {
-	Remaining int64
-	Reset     time.Time
-}
-
 // NewGate returns a Gate kept in memory, which is also a QuotaGate. Pass one
 // to several Transports with WithGate to share it between them.
 func NewGate(opts ...GateOption) Gate {

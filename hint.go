@@ -1,0 +1,288 @@
+// Hints: the wait a response asks for before the next request, read from
+// Retry-After and its kin or from the RateLimit fields' resets, and the
+// field-reading helpers the hint and quota parsers share.
+
+package heed
+
+import (
+	"math"
+	"net/http"
+	"time"
+)
+
+// maxHintLen is the longest field value, in bytes, that is read at all.
+// Anything longer is no hint, decided before any other work.
+const maxHintLen = 128
+
+// Canonical keys (http.CanonicalHeaderKey) of the fields read here, so that
+// every lookup is a plain map index.
+const (
+	hdrRetryAfter         = "Retry-After"
+	hdrRetryAfterMs       = "Retry-After-Ms"
+	hdrMsRetryAfterMs     = "X-Ms-Retry-After-Ms"
+	hdrRateLimit          = "Ratelimit"
+	hdrRateLimitRemaining = "Ratelimit-Remaining"
+	hdrRateLimitReset     = "Ratelimit-Reset"
+	hdrXRemaining         = "X-Ratelimit-Remaining"
+	hdrXReset             = "X-Ratelimit-Reset"
+	hdrRemainingRequests  = "X-Ratelimit-Remaining-Requests"
+	hdrResetRequests      = "X-Ratelimit-Reset-Requests"
+)
+
+const (
+	// maxWholeSeconds and maxWholeMillis are the largest counts that fit
+	// in a time.Duration.
+	maxWholeSeconds = math.MaxInt64 / int64(time.Second)
+	maxWholeMillis  = math.MaxInt64 / int64(time.Millisecond)
+	// unixResetAbove: a *-Reset value above it is a Unix time in seconds.
+	unixResetAbove = 1_000_000_000
+)
+
+// ParseRetryAfter parses a Retry-After field value and returns the wait it
+// asks for, measured from now. It accepts:
+//
+//   - delay-seconds (RFC 9110 §10.2.3, 1*DIGIT), such as "120";
+//   - decimal seconds such as "2.0" or "1.5" (sent by some APIs, not by the
+//     RFC), rounded up to the next whole second;
+//   - an HTTP-date in each of the three forms of RFC 9110 §5.6.7:
+//     IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), RFC 850
+//     ("Sunday, 06-Nov-94 08:49:37 GMT", whose two-digit year is read by the
+//     RFC's 50-year rule relative to now) and asctime
+//     ("Sun Nov  6 08:49:37 1994"). Day and month names are matched without
+//     regard to case; the weekday is checked for spelling but not against
+//     the date. A date in the past is a valid wait of 0.
+//
+// Surrounding spaces and tabs are ignored. It reports false for anything
+// else: values longer than 128 bytes (rejected before any other work),
+// signs, exponents, inner spaces, impossible dates, and waits that do not
+// fit in a time.Duration. The wait is never negative.
+func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
+	if len(value) > maxHintLen {
+		return 0, false
+	}
+	s := trimOWS(value)
+	if s == "" {
+		return 0, false
+	}
+	if isDigit(s[0]) {
+		return parseSeconds(s)
+	}
+	t, ok := parseHTTPDate(s, now)
+	if !ok {
+		return 0, false
+	}
+	return until(t, now)
+}
+
+// Hint returns the wait a response asks for before the next request, and the
+// name of the header it came from.
+//
+// Retry-After (see ParseRetryAfter), retry-after-ms and x-ms-retry-after-ms
+// (whole milliseconds) are read first, and the largest valid one wins; on a
+// tie the first in that order. Only when none of them is valid, in order:
+// "RateLimit" (the IETF RateLimit fields draft -10), the largest t of an item
+// with r=0; "RateLimit-Reset" when RateLimit-Remaining is 0 or absent;
+// "X-RateLimit-Reset" when X-RateLimit-Remaining is 0. A *-Reset value above
+// 1e9 is a Unix time in seconds, else seconds.
+//
+// A header that is invalid, negative, longer than 128 bytes, overflowing, or
+// repeated with differing values gives no hint; a malformed RateLimit field
+// is ignored as a whole. The wait is never negative. Hint does not allocate.
+func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string, ok bool) {
+	if resp == nil {
+		return 0, "", false
+	}
+	h := resp.Header
+	if v, present := singleField(h, hdrRetryAfter); present {
+		if d, valid := ParseRetryAfter(v, now); valid {
+			wait, source, ok = d, "Retry-After", true
+		}
+	}
+	if v, present := singleField(h, hdrRetryAfterMs); present {
+		if d, valid := parseMillis(v); valid && (!ok || d > wait) {
+			wait, source, ok = d, "retry-after-ms", true
+		}
+	}
+	if v, present := singleField(h, hdrMsRetryAfterMs); present {
+		if d, valid := parseMillis(v); valid && (!ok || d > wait) {
+			wait, source, ok = d, "x-ms-retry-after-ms", true
+		}
+	}
+	if ok {
+		return wait, source, true
+	}
+
+	if vals := h[hdrRateLimit]; len(vals) > 0 {
+		if rl, valid := scanRateLimit(vals); valid && rl.zeroT >= 0 && rl.zeroT <= maxWholeSeconds {
+			return time.Duration(rl.zeroT) * time.Second, "RateLimit", true
+		}
+	}
+	if rem, state := remainingField(h, hdrRateLimitRemaining); state != remainingInvalid && (state == remainingAbsent || rem == 0) {
+		if v, present := singleField(h, hdrRateLimitReset); present {
+			if d, valid := parseReset(v, now); valid {
+				return d, "RateLimit-Reset", true
+			}
+		}
+	}
+	if rem, state := remainingField(h, hdrXRemaining); state == remainingValid && rem == 0 {
+		if v, present := singleField(h, hdrXReset); present {
+			if d, valid := parseReset(v, now); valid {
+				return d, "X-RateLimit-Reset", true
+			}
+		}
+	}
+	return 0, "", false
+}
+
+// singleField returns the value of a field that must appear once: ok is
+// false when it is absent, longer than maxHintLen, or repeated with
+// differing values (identical repeats are one value). Surrounding spaces
+// and tabs are trimmed.
+func singleField(h http.Header, key string) (string, bool) {
+	vals := h[key]
+	if len(vals) == 0 || len(vals[0]) > maxHintLen {
+		return "", false
+	}
+	v := trimOWS(vals[0])
+	for _, w := range vals[1:] {
+		if trimOWS(w) != v {
+			return "", false
+		}
+	}
+	return v, true
+}
+
+const (
+	remainingAbsent = iota
+	remainingValid
+	remainingInvalid
+)
+
+// remainingField reads a count of remaining requests (1*DIGIT).
+func remainingField(h http.Header, key string) (int64, int) {
+	if len(h[key]) == 0 {
+		return 0, remainingAbsent
+	}
+	v, ok := singleField(h, key)
+	if !ok {
+		return 0, remainingInvalid
+	}
+	n, ok := parseDigits(v)
+	if !ok {
+		return 0, remainingInvalid
+	}
+	return n, remainingValid
+}
+
+// parseSeconds parses 1*DIGIT [ "." 1*DIGIT ] seconds, rounding a fraction up.
+func parseSeconds(s string) (time.Duration, bool) {
+	n, ok := parseDecimalCeil(s)
+	if !ok || n > maxWholeSeconds {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
+}
+
+// parseMillis parses 1*DIGIT milliseconds.
+func parseMillis(s string) (time.Duration, bool) {
+	n, ok := parseDigits(s)
+	if !ok || n > maxWholeMillis {
+		return 0, false
+	}
+	return time.Duration(n) * time.Millisecond, true
+}
+
+// parseReset parses a *-Reset value: seconds (decimals rounded up), or, above
+// 1e9, a Unix time in seconds.
+func parseReset(s string, now time.Time) (time.Duration, bool) {
+	n, ok := parseDecimalCeil(s)
+	if !ok {
+		return 0, false
+	}
+	if n <= unixResetAbove {
+		return time.Duration(n) * time.Second, true
+	}
+	// Reject, before building a time.Time, a Unix time so far ahead that
+	// the wait cannot be a Duration; until checks the rest exactly.
+	nowSec := now.Unix()
+	if nowSec < 0 && n > math.MaxInt64+nowSec || n-nowSec > maxWholeSeconds+1 {
+		return 0, false
+	}
+	return until(time.Unix(n, 0), now)
+}
+
+// until returns how long from now until t: 0 when t is not after now, and
+// false when the difference does not fit in a Duration.
+func until(t, now time.Time) (time.Duration, bool) {
+	if !t.After(now) {
+		return 0, true
+	}
+	d := t.Sub(now) // saturates at the largest Duration
+	if !now.Add(d).Equal(t) {
+		return 0, false
+	}
+	return d, true
+}
+
+// parseDecimalCeil parses 1*DIGIT [ "." 1*DIGIT ] and rounds it up to a whole
+// number. It reports false on any other form or on overflow.
+func parseDecimalCeil(s string) (int64, bool) {
+	n, i, ok := leadingDigits(s)
+	if !ok || i == 0 {
+		return 0, false
+	}
+	if i == len(s) {
+		return n, true
+	}
+	if s[i] != '.' || i+1 == len(s) {
+		return 0, false
+	}
+	up := false
+	for j := i + 1; j < len(s); j++ {
+		if !isDigit(s[j]) {
+			return 0, false
+		}
+		up = up || s[j] != '0'
+	}
+	if up {
+		if n == math.MaxInt64 {
+			return 0, false
+		}
+		n++
+	}
+	return n, true
+}
+
+// parseDigits parses 1*DIGIT into a non-negative int64.
+func parseDigits(s string) (int64, bool) {
+	n, i, ok := leadingDigits(s)
+	return n, ok && i > 0 && i == len(s)
+}
+
+// leadingDigits returns the value of the digits s starts with and how many
+// there are; ok is false when they overflow an int64.
+func leadingDigits(s string) (n int64, i int, ok bool) {
+	for ; i < len(s) && isDigit(s[i]); i++ {
+		d := int64(s[i] - '0')
+		if n > (math.MaxInt64-d)/10 {
+			return 0, i, false
+		}
+		n = n*10 + d
+	}
+	return n, i, true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isAlpha(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+// trimOWS removes the spaces and tabs around s.
+func trimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
