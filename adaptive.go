@@ -1,3 +1,7 @@
+// The adaptive limiter: a scope's client-side pace after it is throttled
+// with sends in flight, a token bucket whose rate falls on a throttle and
+// climbs back along a cubic curve.
+
 package heed
 
 import (

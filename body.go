@@ -1,3 +1,6 @@
+// Request bodies: how each attempt of one RoundTrip gets its own copy of
+// the request body, or why the request is sent only once.
+
 package heed
 
 import (

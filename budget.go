@@ -1,3 +1,5 @@
+// The retry budget: retries per scope as a share of first attempts.
+
 package heed
 
 import (

@@ -1,3 +1,6 @@
+// Classification: what a response or transport error means for retrying,
+// and the default Classifier.
+
 package heed
 
 import (

@@ -1,3 +1,6 @@
+// Deferral: the error RoundTrip returns at once when the wait the server
+// asks for does not fit the caller's time.
+
 package heed
 
 import (

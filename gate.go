@@ -1,3 +1,6 @@
+// The gate: per scope, the time before which no request may be sent, and
+// the in-memory Gate that also counts published quotas.
+
 package heed
 
 import (

@@ -1,3 +1,6 @@
+// The inferred quota: a window's capacity and period learned from the
+// throttles of a server that publishes no quota.
+
 package heed
 
 import "time"

@@ -1,7 +1,7 @@
-package heed
-
 // Known limits: what the caller knows of a server's limit, which heed keeps
 // to beside whatever the server says.
+
+package heed
 
 import (
 	"context"

@@ -1,3 +1,5 @@
+// Logging: each decision of a Transport as one structured log entry.
+
 package heed
 
 import (

@@ -1,3 +1,6 @@
+// Observing: each decision of a Transport as an Event, for metrics and
+// traces.
+
 package heed
 
 import (

@@ -1,3 +1,6 @@
+// Policies: how the requests of one route are retried, their defaults,
+// backoffs, and the Options that configure a Transport.
+
 package heed
 
 import (

@@ -1,8 +1,6 @@
-// Package heed is an http.RoundTripper for programs that call rate-limited
-// APIs. It retries what is worth retrying, waits exactly as long as the
-// server asked and never less, and when that wait cannot fit the caller's
-// remaining time it returns a *DeferredError at once, carrying the time the
-// work is eligible again.
+// The Transport: one RoundTrip's attempts, from the gate to the response
+// or error the caller gets.
+
 package heed
 
 import (

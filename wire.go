@@ -1,3 +1,6 @@
+// The wire check: a send checked against its scope's hold again once its
+// connection is ready, before its request is written.
+
 package heed
 
 import (

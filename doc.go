@@ -1,0 +1,29 @@
+// Package heed is an http.RoundTripper for programs that call rate-limited
+// APIs. It retries what is worth retrying, waits exactly as long as the
+// server asked and never less, and when that wait cannot fit the caller's
+// remaining time it returns a *DeferredError at once, carrying the time the
+// work is eligible again.
+//
+// One request's path through the package, attempt by attempt:
+//
+//   - The gate (gate.go, infer.go): the attempt waits while its scope is
+//     held, or takes one of the scope's published or inferred sends.
+//   - The limits (known.go, adaptive.go): it keeps to the rate and the
+//     sends in flight the caller knows of, and to the pace learned from
+//     throttles.
+//   - The send (transport.go, wire.go, body.go): it goes, with its own copy
+//     of the body, checked against the scope's hold again once its
+//     connection is ready.
+//   - Classification (classify.go, peek.go): the response or error is
+//     delivered, retried, or given up on.
+//   - Hints (hint.go, httpdate.go, quota.go): the response says how long to
+//     wait, and what quota its scope has left.
+//   - The deadline decision (internal/rules/budget.go, deferred.go): a wait
+//     that fits the caller's remaining time is slept; one that does not
+//     returns a *DeferredError at once.
+//   - The retry budget (budget.go): retries stay a share of first attempts.
+//   - Logging and observing (log.go, observe.go): each decision is logged
+//     and given to an observer.
+//
+// Routes (routes.go) pick each request's Policy (policy.go).
+package heed
