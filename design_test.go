@@ -1,8 +1,9 @@
 package heed_test
 
-// Tests that pin down the claims of DESIGN.md ("Behaviour (each line is a
-// test)", Hints, Published quotas, Default classes, Bodies, Logs and the
-// Public API) that the other test files leave open or test only weakly.
+// Tests that pin the design claims listed below: the public API to the
+// letter, and the behaviour of the gate, the budget, hints, published
+// quotas, default classes, bodies and logs, where the other test files
+// leave a claim open or test it only weakly.
 
 import (
 	"context"
@@ -28,7 +29,7 @@ import (
 // ---------------------------------------------------------------------------
 // Public API of package heed, to the letter.
 
-// The signatures DESIGN.md gives; this file does not compile if one changes.
+// The public signatures; this file does not compile if one changes.
 var (
 	_ func(http.RoundTripper, ...heed.Option) *heed.Transport      = heed.New
 	_ func(*heed.Transport, *http.Request) (*http.Response, error) = (*heed.Transport).RoundTrip
@@ -157,7 +158,7 @@ func TestDesignPublicAPI(t *testing.T) {
 	})
 }
 
-// designPlainGate is a Gate with only the two methods DESIGN.md gives,
+// designPlainGate is a Gate with only the two methods of the Gate interface,
 // backed by heed's own gate: a user's gate that knows nothing of quotas.
 type designPlainGate struct{ g heed.Gate }
 
