@@ -94,27 +94,27 @@ type memGate struct {
 
 // scopeState is what the gate knows of one scope.
 type scopeState struct {
-	until    time.Time // hold: nothing is sent before it
-	inflight int64     // sends admitted and not yet answered
-	known    bool      // a quota is known until reset
-	avail    int64     // sends that may still be admitted before reset
-	reset    time.Time
-	minR     int64 // the lowest remaining published in this window
-	atSnap   int64 // sends in flight when minR was published, not yet answered
+	until            time.Time // hold: nothing is sent before it
+	inflight         int64     // sends admitted and not yet answered
+	known            bool      // a quota is known until reset
+	avail            int64     // sends that may still be admitted before reset
+	reset            time.Time
+	lowestRemaining  int64 // the lowest remaining published in this window
+	inflightAtLowest int64 // sends in flight when lowestRemaining was published, not yet answered
 
 	// The inferred quota (WithInferredQuota).
-	ep       int64         // the current episode's number
-	epStart  time.Time     // its reopen; zero: no episode is measured
-	epTaken  int64         // sends admitted in it
-	epIn     int64         // of those, in flight
-	epServed int64         // of those, answered and served
-	epHeldAt time.Time     // when the hold that ends it was set: its throttle; zero: none yet
-	lastS    int64         // the last measured episode's served sends; 0: none
-	lastP    time.Duration // the time from its reopen to the next
-	capacity int64         // the learned window capacity S; 0: none
-	period   time.Duration // the learned window P
-	windows  int64         // predicted windows since S was learned
-	step     int64         // how many more than S a probe admits
+	episode         int64         // the current episode's number
+	episodeStart    time.Time     // its reopen; zero: no episode is measured
+	episodeTaken    int64         // sends admitted in it
+	episodeInflight int64         // of those, in flight
+	episodeServed   int64         // of those, answered and served
+	episodeHeldAt   time.Time     // when the hold that ends it was set: its throttle; zero: none yet
+	lastServed      int64         // the last measured episode's served sends; 0: none
+	lastPeriod      time.Duration // the time from its reopen to the next
+	capacity        int64         // the learned window capacity S; 0: none
+	period          time.Duration // the learned window P
+	windows         int64         // predicted windows since S was learned
+	step            int64         // how many more than S a probe admits
 }
 
 // idle reports whether the state says nothing at now and can be forgotten.
@@ -123,7 +123,7 @@ type scopeState struct {
 // throttle later than that would not agree with the last.
 func (s *scopeState) idle(now time.Time) bool {
 	return s.inflight == 0 && !s.until.After(now) && (!s.known || !s.reset.After(now)) &&
-		(s.epStart.IsZero() || !now.Before(s.epStart.Add(2*max(s.lastP, s.period, time.Second))))
+		(s.episodeStart.IsZero() || !now.Before(s.episodeStart.Add(2*max(s.lastPeriod, s.period, time.Second))))
 }
 
 func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) {
@@ -149,8 +149,8 @@ func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
 	if until.After(s.until) {
-		if !s.epStart.IsZero() && !s.until.After(s.epStart) && until.After(s.epStart) {
-			s.epHeldAt = now // the throttle that ends the episode
+		if !s.episodeStart.IsZero() && !s.until.After(s.episodeStart) && until.After(s.episodeStart) {
+			s.episodeHeldAt = now // the throttle that ends the episode
 		}
 		s.until = until
 	}
@@ -179,7 +179,7 @@ func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
 	}
 	if s.known {
 		if s.avail <= 0 {
-			if s.atSnap > 0 && now.Add(QuotaRecheck).Before(s.reset) {
+			if s.inflightAtLowest > 0 && now.Add(QuotaRecheck).Before(s.reset) {
 				return now.Add(QuotaRecheck), 0 // an answer may give a send back
 			}
 			return s.reset, 0
@@ -190,14 +190,14 @@ func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
 		if s.probing() {
 			limit += s.step
 		}
-		if s.epTaken >= limit {
-			return s.epStart.Add(s.period), 0
+		if s.episodeTaken >= limit {
+			return s.episodeStart.Add(s.period), 0
 		}
 	}
 	s.inflight++
-	s.epTaken++
-	s.epIn++
-	return time.Time{}, s.ep
+	s.episodeTaken++
+	s.episodeInflight++
+	return time.Time{}, s.episode
 }
 
 // Done records an answer. Which send it answers is not known: sends of
@@ -207,43 +207,44 @@ func (g *memGate) Done(_ context.Context, scope string, q *Quota, served bool) e
 	return nil
 }
 
-// done records the answer to a send admitted in episode ep; -1: not known.
-func (g *memGate) done(scope string, q *Quota, served bool, ep int64, now time.Time) {
+// done records the answer to a send admitted in the given episode; -1: not
+// known.
+func (g *memGate) done(scope string, q *Quota, served bool, episode int64, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
-	if ep < 0 && s.inflight > s.epIn {
-		ep = s.ep - 1 // an older send
-	} else if ep < 0 {
-		ep = s.ep
+	if episode < 0 && s.inflight > s.episodeInflight {
+		episode = s.episode - 1 // an older send
+	} else if episode < 0 {
+		episode = s.episode
 	}
-	if ep == s.ep && s.epIn > 0 {
-		s.epIn--
+	if episode == s.episode && s.episodeInflight > 0 {
+		s.episodeInflight--
 		if served {
-			s.epServed++
+			s.episodeServed++
 		}
 	}
 	if s.inflight > 0 {
 		s.inflight--
 	}
 	if q == nil || !q.Reset.After(now) {
-		s.atSnap = min(s.atSnap, s.inflight)
+		s.inflightAtLowest = min(s.inflightAtLowest, s.inflight)
 		return
 	}
 	// A published figure counts every send the server had served. The
 	// sends still in flight when it arrives may come after it, so they are
 	// set against it; when one of them answers with a higher figure, it
 	// was served before, was counted already, and gives its send back.
-	if !s.known || !s.reset.After(now) || q.Remaining < s.minR {
+	if !s.known || !s.reset.After(now) || q.Remaining < s.lowestRemaining {
 		if !s.known || !s.reset.After(now) || q.Reset.Before(s.reset) {
 			s.reset = q.Reset
 		}
-		s.known, s.minR, s.atSnap = true, q.Remaining, s.inflight
+		s.known, s.lowestRemaining, s.inflightAtLowest = true, q.Remaining, s.inflight
 		s.avail = q.Remaining - s.inflight
 		return
 	}
-	if s.atSnap > 0 {
-		s.atSnap--
+	if s.inflightAtLowest > 0 {
+		s.inflightAtLowest--
 		s.avail++
 	}
 	// Resets given in whole seconds round up, so the earliest is the
@@ -257,7 +258,7 @@ func (g *memGate) done(scope string, q *Quota, served bool, ep int64, now time.T
 // there are many, so the map stays as small as the set of busy scopes.
 func (g *memGate) state(scope string, now time.Time) *scopeState {
 	if s := g.scopes[scope]; s != nil {
-		if !s.epStart.IsZero() && s.idle(now) {
+		if !s.episodeStart.IsZero() && s.idle(now) {
 			// An idle scope forgets its episodes, as redisgate's hash
 			// does: a scope idle for a whole window applies no S.
 			s.forget()

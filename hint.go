@@ -113,8 +113,8 @@ func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string
 	}
 
 	if vals := h[hdrRateLimit]; len(vals) > 0 {
-		if rl, valid := scanRateLimit(vals); valid && rl.zeroT >= 0 && rl.zeroT <= maxWholeSeconds {
-			return time.Duration(rl.zeroT) * time.Second, "RateLimit", true
+		if rl, valid := scanRateLimit(vals); valid && rl.exhaustedReset >= 0 && rl.exhaustedReset <= maxWholeSeconds {
+			return time.Duration(rl.exhaustedReset) * time.Second, "RateLimit", true
 		}
 	}
 	if rem, state := remainingField(h, hdrRateLimitRemaining); state != remainingInvalid && (state == remainingAbsent || rem == 0) {

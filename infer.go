@@ -69,8 +69,8 @@ const InferProbe = 8
 
 // newEpisode starts an episode at start, the zero time for none.
 func (s *scopeState) newEpisode(start time.Time) {
-	s.ep++
-	s.epStart, s.epTaken, s.epIn, s.epServed, s.epHeldAt = start, 0, 0, 0, time.Time{}
+	s.episode++
+	s.episodeStart, s.episodeTaken, s.episodeInflight, s.episodeServed, s.episodeHeldAt = start, 0, 0, 0, time.Time{}
 	if s.capacity > 0 {
 		s.windows++
 	}
@@ -79,8 +79,8 @@ func (s *scopeState) newEpisode(start time.Time) {
 // forget forgets the episodes of an idle scope (see idle): all but the
 // episode's number, which goes on counting.
 func (s *scopeState) forget() {
-	s.epStart, s.epTaken, s.epIn, s.epServed, s.epHeldAt = time.Time{}, 0, 0, 0, time.Time{}
-	s.lastS, s.lastP, s.capacity, s.period, s.windows, s.step = 0, 0, 0, 0, 0, 0
+	s.episodeStart, s.episodeTaken, s.episodeInflight, s.episodeServed, s.episodeHeldAt = time.Time{}, 0, 0, 0, time.Time{}
+	s.lastServed, s.lastPeriod, s.capacity, s.period, s.windows, s.step = 0, 0, 0, 0, 0, 0
 }
 
 // probing reports whether the current window is a probe, which admits S
@@ -94,18 +94,18 @@ func (s *scopeState) probing() bool {
 // window is over; and starts one at now when there is none. until <= now.
 func (s *scopeState) advance(now time.Time) {
 	switch {
-	case s.until.After(s.epStart):
-		served, p := s.epServed, s.until.Sub(s.epStart)
+	case s.until.After(s.episodeStart):
+		served, period := s.episodeServed, s.until.Sub(s.episodeStart)
 		// The episode measures the server's window only when the server's
 		// hold explains most of its period: the throttle came no later
 		// than halfway through it. A later one shows the client's own
 		// rhythm, or a short hint (the limiter's) that happened to end a
 		// long episode; such an episode is not a measurement.
-		measured := s.epHeldAt.Sub(s.epStart) <= p/2
+		measured := s.episodeHeldAt.Sub(s.episodeStart) <= period/2
 		start := s.until
 		switch {
-		case s.epStart.IsZero():
-			s.lastS, s.lastP = 0, 0
+		case s.episodeStart.IsZero():
+			s.lastServed, s.lastPeriod = 0, 0
 			if s.idle(now) {
 				// Nothing happened since the hold ended: redisgate
 				// forgot it, and the first episode runs from the first
@@ -119,40 +119,40 @@ func (s *scopeState) advance(now time.Time) {
 			s.capacity, s.step = served, 1
 		case s.capacity > 0:
 			s.capacity = 0 // the window moved or shrank: learn again
-			s.lastS, s.lastP = measurement(measured, served, p)
+			s.lastServed, s.lastPeriod = measurement(measured, served, period)
 		default:
-			if measured && agree(s.lastS, s.lastP, served, p) {
-				s.capacity, s.period, s.windows, s.step = served, max(p, s.lastP), 0, 1
+			if measured && agree(s.lastServed, s.lastPeriod, served, period) {
+				s.capacity, s.period, s.windows, s.step = served, max(period, s.lastPeriod), 0, 1
 			}
-			s.lastS, s.lastP = measurement(measured, served, p)
+			s.lastServed, s.lastPeriod = measurement(measured, served, period)
 		}
 		s.newEpisode(start)
-	case s.capacity > 0 && !now.Before(s.epStart.Add(s.period)):
-		end := s.epStart.Add(s.period)
-		if s.epTaken < s.capacity || !now.Before(end.Add(s.period)) {
+	case s.capacity > 0 && !now.Before(s.episodeStart.Add(s.period)):
+		end := s.episodeStart.Add(s.period)
+		if s.episodeTaken < s.capacity || !now.Before(end.Add(s.period)) {
 			// Not saturated: forget.
-			s.capacity, s.lastS, s.lastP = 0, 0, 0
+			s.capacity, s.lastServed, s.lastPeriod = 0, 0, 0
 			s.newEpisode(now)
 			return
 		}
-		if s.probing() && s.epServed > s.capacity {
+		if s.probing() && s.episodeServed > s.capacity {
 			// The probe was served: probe again, twice as far.
-			s.capacity, s.step, s.windows = s.epServed, 2*s.step, InferProbe-1
+			s.capacity, s.step, s.windows = s.episodeServed, 2*s.step, InferProbe-1
 		}
 		s.newEpisode(end)
-	case s.epStart.IsZero():
+	case s.episodeStart.IsZero():
 		// A scope's first episode runs from its first send.
-		s.epStart = now
+		s.episodeStart = now
 	}
 }
 
-// measurement returns what an episode that served sends over period p
+// measurement returns what an episode that served sends over period
 // teaches the next: itself when measured, nothing (0, 0) when not.
-func measurement(measured bool, served int64, p time.Duration) (int64, time.Duration) {
+func measurement(measured bool, served int64, period time.Duration) (int64, time.Duration) {
 	if !measured {
 		return 0, 0
 	}
-	return served, p
+	return served, period
 }
 
 // agree reports whether two consecutive episodes, each served sends over

@@ -68,7 +68,7 @@ func capped(g *memGate, most int) (int, time.Time) {
 // serveAll answers n sends of the current episode, served.
 func serveAll(g *memGate, n int) {
 	for range n {
-		g.done("s", nil, true, g.scopes["s"].ep, time.Now())
+		g.done("s", nil, true, g.scopes["s"].episode, time.Now())
 	}
 }
 
@@ -413,7 +413,7 @@ func TestInferredQuotaCheckOnlyLearns(t *testing.T) {
 		// This window serves 30 and is throttled 10ms in with a hint of
 		// 1.09s: 30 over 1.1s, as the late one.
 		time.Sleep(10 * time.Millisecond)
-		ep := g.scopes["s"].ep
+		ep := g.scopes["s"].episode
 		for i := range 45 {
 			g.done("s", nil, i < 30, ep, time.Now())
 		}

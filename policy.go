@@ -153,7 +153,7 @@ func (f optionFunc) apply(t *Transport) { f(t) }
 // WithPolicy sets the policy for requests that match no route.
 // Default: the zero Policy, named "default".
 func WithPolicy(p Policy) Option {
-	return optionFunc(func(t *Transport) { t.def = p })
+	return optionFunc(func(t *Transport) { t.fallback = p })
 }
 
 // WithRoute sets the policy for requests that match pattern, which has the

@@ -46,8 +46,8 @@ func publishesQuota(h http.Header) bool {
 // skipped. remaining and reset are never negative.
 func quota(h http.Header, now time.Time) (remaining int64, reset time.Duration, source string, ok bool) {
 	if vals := h[hdrRateLimit]; len(vals) > 0 {
-		if rl, valid := scanRateLimit(vals); valid && rl.minR >= 0 && rl.minRT >= 0 && rl.minRT <= maxWholeSeconds {
-			return rl.minR, time.Duration(rl.minRT) * time.Second, "RateLimit", true
+		if rl, valid := scanRateLimit(vals); valid && rl.fewestRemaining >= 0 && rl.fewestReset >= 0 && rl.fewestReset <= maxWholeSeconds {
+			return rl.fewestRemaining, time.Duration(rl.fewestReset) * time.Second, "RateLimit", true
 		}
 	}
 	if r, d, valid := quotaPair(h, hdrRateLimitRemaining, hdrRateLimitReset, now, parseReset); valid {
@@ -114,9 +114,9 @@ func isDecimal(s string) bool {
 
 // rateLimit is what heed uses of a RateLimit field.
 type rateLimit struct {
-	zeroT int64 // largest t of an item with r=0; -1: none
-	minR  int64 // smallest r; -1: no item
-	minRT int64 // t of that item, the largest on a tie; -1: it has none
+	exhaustedReset  int64 // largest t of an item with r=0; -1: none
+	fewestRemaining int64 // smallest r; -1: no item
+	fewestReset     int64 // t of that item, the largest on a tie; -1: it has none
 }
 
 // scanRateLimit parses the field lines of RateLimit as one List (RFC 9651
@@ -125,7 +125,7 @@ type rateLimit struct {
 // is missing or whose r or t is not a non-negative Integer. Empty lines add
 // nothing.
 func scanRateLimit(lines []string) (rl rateLimit, ok bool) {
-	rl = rateLimit{zeroT: -1, minR: -1, minRT: -1}
+	rl = rateLimit{exhaustedReset: -1, fewestRemaining: -1, fewestReset: -1}
 	for _, line := range lines {
 		if len(line) > maxHintLen {
 			return rl, false
@@ -136,11 +136,11 @@ func scanRateLimit(lines []string) (rl rateLimit, ok bool) {
 			if !ok {
 				return rl, false
 			}
-			if r == 0 && t > rl.zeroT {
-				rl.zeroT = t
+			if r == 0 && t > rl.exhaustedReset {
+				rl.exhaustedReset = t
 			}
-			if rl.minR < 0 || r < rl.minR || r == rl.minR && t > rl.minRT {
-				rl.minR, rl.minRT = r, t
+			if rl.fewestRemaining < 0 || r < rl.fewestRemaining || r == rl.fewestRemaining && t > rl.fewestReset {
+				rl.fewestRemaining, rl.fewestReset = r, t
 			}
 		}
 	}

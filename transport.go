@@ -24,18 +24,18 @@ import (
 // Transport is an http.RoundTripper that retries through another one. Make
 // one with New; it is safe for concurrent use, and meant to be shared.
 type Transport struct {
-	next       http.RoundTripper
-	def        Policy
-	defPolicy  *policy
-	routeSpecs []routeSpec
-	routes     routes
-	log        *zap.Logger
-	gate       Gate
-	quotas     QuotaGate // gate, when it enforces published quotas
-	mem        *memGate  // gate, when it is heed's own: called with the time
-	local      bool      // mem counts quotas beside a plain gate, which holds
-	bodyBound  int64
-	maxHold    time.Duration // the longest hold or reset shared with the gate
+	next           http.RoundTripper
+	fallback       Policy  // WithPolicy's: for requests that match no route
+	fallbackPolicy *policy // fallback, resolved
+	routeSpecs     []routeSpec
+	routes         routes
+	log            *zap.Logger
+	gate           Gate
+	quotas         QuotaGate // gate, when it enforces published quotas
+	mem            *memGate  // gate, when it is heed's own: called with the time
+	local          bool      // mem counts quotas beside a plain gate, which holds
+	bodyBound      int64
+	maxHold        time.Duration // the longest hold or reset shared with the gate
 
 	observe func(Event)
 
@@ -81,7 +81,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 		t.local = true
 	}
 	t.scopes = make(map[string]*scopeLocal)
-	t.defPolicy = resolve(t.def, "default")
+	t.fallbackPolicy = resolve(t.fallback, "default")
 	r, err := compileRoutes(t.routeSpecs)
 	if err != nil {
 		panic(err)
@@ -104,7 +104,7 @@ func (t *Transport) policyFor(req *http.Request) *policy {
 	if p := t.routes.match(req); p != nil {
 		return p
 	}
-	return t.defPolicy
+	return t.fallbackPolicy
 }
 
 // Policy returns the policy that applies to req, with every default filled
