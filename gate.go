@@ -49,20 +49,10 @@ type QuotaGate interface {
 }
 
 // QuotaRecheck is how soon a send that a spent quota refused asks again
-// while sends set against that quota are still unanswered. Each of those
-// that answers with a figure that is not lower was counted already and
-// gives its send back, typically a request's latency after the quota was
-// spent; a waiter told to come back at the reset would sleep through that
-// and slip into the next window. 10ms is well under the latency of most
-// APIs, so a send given back is taken soon after, and costs a waiter at
-// most 100 more Takes a second (with redisgate, Redis calls), only while
-// answers are pending. They are pending briefly: a Transport tells its
-// QuotaGate of every send it admitted, whether the request's context
-// ended or not; redisgate stops counting a send whose process died after
-// its in-flight lifetime; and the rechecks end at the reset whatever
-// happens. A Transport decides whether to wait or defer against the reset,
-// which NotBefore answers, not the recheck: a caller whose time cannot
-// cover the reset defers at once.
+// while sends set against that quota are still unanswered, since their
+// answers may give sends back. The rechecks end at the reset. A Transport
+// decides whether to wait or defer against the reset, which NotBefore
+// answers, not the recheck. See docs/inferred-quota.md.
 const QuotaRecheck = 10 * time.Millisecond
 
 // NewGate returns a Gate kept in memory, which is also a QuotaGate. Pass one

@@ -5,59 +5,16 @@ package heed
 
 import "time"
 
-// WithInferredQuota turns the inferred quota on or off. It is off by
-// default for NewGate, and on by default for redisgate (see below).
-//
-// A server that publishes no quota and answers 429 with a Retry-After to
-// its window's end tells a client of its limit only by refusing sends, and
-// the sends already in flight when the window runs out are all refused: a
-// shared gate can at best spare each process its own discovery, about one
-// 429 per window. The inferred quota learns the window instead. An episode
-// runs from a hold's end (a reopen) to the next throttle; when two
-// consecutive episodes served the same number S of sends and their reopens
-// came the same period P apart (within 5 %, and P at least a second:
-// shorter hints are the adaptive limiter's), the gate admits at most S
-// sends from each reopen and holds the rest until reopen + P, as if the
-// server had published Remaining S and Reset reopen + P. A send counts in
-// S when its answer is served (Done's served) and it was admitted in the
-// episode, whenever the answer comes before the next reopen. An episode
-// counts only when the server's hold explains most of its period: the
-// throttle (the Hold that first held the scope past the reopen) came no
-// later than halfway to the next reopen, so the hold lasted at least P/2.
-// A herd against a fixed window is throttled within moments of each
-// reopen; a client throttled on bursts of its own rhythm, slower than the
-// server's window, or a sub-second hint that happened to end an episode
-// of a second or more, is not, and teaches nothing. This check decides
-// only what is learned: a learned S is kept or forgotten as below, however
-// late the throttle.
-//
-// It only ever holds sends longer than the server asked, never shorter:
-// the scope's holds come first. It applies only while the scope is
-// saturated: a predicted window that does not use its S sends, or a scope
-// idle for a whole window, forgets it. A throttle in a predicted window
-// that served fewer than S sends (the window moved, or the capacity fell)
-// forgets S and learns again; a throttle after S sends keeps S (what the
-// window served) and takes the new hold's end as the next reopen. Every
-// 8th predicted window (InferProbe) is a probe: it admits S+1 sends, and
-// when it serves them, S rises to what it served and the next window
-// probes S+2, then S+4, and so on until a probe draws a 429. So a
-// capacity that grows, or the share of other clients that stop, is found
-// within some 8 + log2(growth) windows, at the cost of a 429 or a few
-// every 8 windows. It never applies while a published quota is known.
-//
-// A gate that sees only a share of the traffic that spends the server's
-// quota learns that share, and when the rest of the traffic stops, holds
-// to the share until its probes find the room again. A gate kept in
-// memory sees one process: when several processes, each with its own
-// gate, call one API key, their shares vary from window to window, and
-// when two agree by chance the process is held to it (in a simulated
-// fleet of 4 processes with private gates, the last finished in 16.2 s
-// instead of 14.2 s). So
-// NewGate leaves it off, and a process that alone spends its quota turns
-// it on. redisgate, which a fleet shares so that it sees the fleet's
-// traffic, has it on. Only a gate that sees the scope's holds learns: a
-// Transport with a plain Gate of its own counts published quotas in
-// process but infers none.
+// WithInferredQuota turns the inferred quota on or off. Default: off for
+// NewGate (redisgate has it on). When on, a scope whose last two episodes,
+// each from a hold's end (a reopen) to the next throttle, served the same S
+// sends over the same period P (within 5 %, P at least a second) admits at
+// most S sends from each reopen until reopen + P, as if the server had
+// published that quota, and probes S+1 every InferProbe windows. It only
+// ever holds sends longer than the server asked, only while the scope is
+// saturated, and never while a published quota is known; only a gate that
+// sees the scope's holds learns. The reasons and measurements are in
+// docs/inferred-quota.md.
 func WithInferredQuota(on bool) GateOption {
 	return gateOptionFunc(func(g *memGate) { g.infer = on })
 }
