@@ -35,7 +35,7 @@ import (
 // one heed Transport over a real loopback http.Transport to a server that
 // injects, at random, every failure heed is meant to survive. It checks the
 // four promises (nothing early, nothing duplicated, nothing leaked, nothing
-// stuck) and prints the figures the README's Reliability section shows.
+// stuck) and prints the figures docs/reliability.md shows.
 //
 // `go test -short` skips it. It takes a few seconds, under -race too.
 
