@@ -57,11 +57,12 @@ func fleetLabels(v fleetVariant) [3]string {
 
 // TestFleetLosesNothing runs the fleet scenario in quick mode (4 processes,
 // 160 requests for each of the 4 runs, about 9 s) and checks that every
-// call ended in a 2xx and that the cells parse. It also asserts the issue's
-// bar where a gate can meet it: with a published quota, the shared
+// call ended in a 2xx and that the cells parse. It also asserts heed's
+// fleet bar where a gate can meet it: with a published quota, the shared
 // redisgate draws at least 4× fewer 429s per success than private gates.
 // With Retry-After alone the 429s come from sends in flight when a window
-// runs out, which no gate calls back (README), so that cut is only logged.
+// runs out, which no gate calls back (docs/pacing.md), so that cut is only
+// logged.
 func TestFleetLosesNothing(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("HEED_REQUIRE_REDIS") == "1" {

@@ -58,7 +58,7 @@ func herdCell(t *testing.T, tb table, name, col string) herdFigures {
 // client has its own server; about 35 s in all, go-retryablehttp on the
 // token bucket the longest).
 //
-// Issue 3 asks heed to finish herd-window and herd-quota within 1.05× the
+// heed's bar is to finish herd-window and herd-quota within 1.05× the
 // window arithmetic's ideal; their windows start with the first request
 // after the last ended, and the test asserts that bound. With windows
 // aligned to wall-clock seconds and Retry-After given as whole seconds
