@@ -90,11 +90,6 @@ func (a *adaptive) refill(now time.Time) {
 	a.lastFill = now
 }
 
-// answered records the answer to an attempt sent at sent: throttled or
-// not, and the server's hint, if it gave one. Only a throttle of an attempt
-// sent after the last throttle lowers the rate, so that one burst of 429s
-// counts once. A throttle with a hint sets the pace to one send per hint,
-// the pace the server itself named; one without, to 0.7 of the rate the
 // release accounts for a send that ends without a throttle: delivered, or
 // deferred before it was written.
 func (a *adaptive) release(now, sent time.Time) {
@@ -105,6 +100,11 @@ func (a *adaptive) release(now, sent time.Time) {
 	a.inflight.Add(-1) // all answered does when off
 }
 
+// answered records the answer to an attempt sent at sent: throttled or
+// not, and the server's hint, if it gave one. Only a throttle of an attempt
+// sent after the last throttle lowers the rate, so that one burst of 429s
+// counts once. A throttle with a hint sets the pace to one send per hint,
+// the pace the server itself named; one without, to 0.7 of the rate the
 // scope was sending at.
 func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Duration) {
 	others := a.inflight.Add(-1)
