@@ -50,7 +50,6 @@ type scopeLocal struct {
 	budgets map[*policy]*retryBudget
 	known   map[*policy]*known // the Limit of each policy that has one
 	waiting atomic.Int64       // RoundTrips waiting to send
-	cap     concurrency        // the learned cap on sends in flight
 
 	// The latest hold this Transport set, and when it was set, in Unix
 	// nanoseconds: what the wire check checks against.
@@ -217,7 +216,6 @@ type roundTrip struct {
 	limiter  *adaptive    // the scope's adaptive rate limiter
 	known    *known       // the policy's Limit in the scope; nil: none
 	slotAt   time.Time    // when the current send took a Limit slot; zero: none
-	capAt    time.Time    // when the current send was counted in flight; zero: not counted
 	scope    string
 	body     replay
 	newKey   string // a key heed adds to every attempt, if any
@@ -260,26 +258,14 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 				return nil, err
 			}
 		}
-		if rt.local.cap.on.Load() {
-			if sent, err = rt.passCap(attempt, sent); err != nil {
-				rt.done(nil, sent, false)
-				rt.releaseSlot(nil)
-				return nil, err
-			}
-		} else {
-			rt.local.cap.take()
-			rt.capAt = sent
-		}
 		out, err := rt.request(attempt)
 		if err != nil {
 			rt.done(nil, sent, false)
 			rt.releaseSlot(nil)
-			rt.releaseCap()
 			return rt.replayFailed(attempt, err)
 		}
 		rt.kept = nil
 		rt.limiter.sent(sent)
-		inflight := rt.local.cap.count.Load() // this send included
 		send, check := rt.wired(out, attempt, sent)
 		resp, err := rt.t.next.RoundTrip(send)
 		if check != nil {
@@ -288,13 +274,11 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 				// Deferred before a byte of it was written.
 				rt.done(nil, sent, false)
 				rt.releaseSlot(nil)
-				rt.releaseCap()
 				rt.limiter.release(time.Now(), sent)
 				return nil, de
 			}
 		}
 		rt.releaseSlot(resp)
-		rt.releaseCap()
 		// The clock is read again only when a decision needs it: a
 		// delivered response that publishes no quota does without.
 		now = time.Time{}
@@ -313,9 +297,6 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
-			if resp != nil && v.Class == Deliver && rt.local.cap.watching.Load() {
-				rt.local.cap.answered(time.Now(), inflight, true, false)
-			}
 			rt.limiter.release(time.Now(), sent)
 			d.op = opDeliver
 			rt.decide(levelFor(v.Class), &d)
@@ -336,10 +317,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && hinted {
 			rt.hold(now, hint)
 		}
-		// A refusal without a hint may follow the number in flight, not
-		// time: the learned cap then answers it with a slot, not a backoff.
-		capped := v.Class == Throttled && !hinted && resp != nil && rt.local.cap.answered(now, inflight, false, true)
-		rt.limiter.answered(now, sent, v.Class == Throttled && !capped, hint) // a capped refusal is the cap's, not the pace's
+		rt.limiter.answered(now, sent, v.Class == Throttled, hint)
 		switch {
 		case attempt >= p.maxAttempts:
 			return rt.giveUp(&d, "attempts used up", resp, err)
@@ -352,10 +330,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 
 		base := hint
-		switch {
-		case capped:
-			base, source = 0, "concurrency"
-		case !hinted:
+		if !hinted {
 			base = p.backoff(attempt)
 			source = "backoff"
 		}
