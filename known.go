@@ -5,7 +5,6 @@ package heed
 
 import (
 	"context"
-	"io"
 	"math"
 	"net/http"
 	"sync"
@@ -141,20 +140,6 @@ func (k *known) release(since time.Time) {
 	<-k.slots
 }
 
-// slotBody gives back a send's slot when its response body is closed, once.
-type slotBody struct {
-	io.ReadCloser
-	k     *known
-	since time.Time
-	once  sync.Once
-}
-
-func (b *slotBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(func() { b.k.release(b.since) })
-	return err
-}
-
 // holdSlot makes resp's body give back the send's slot when it is closed,
 // or gives it back at once when there is no body to close.
 func (k *known) holdSlot(resp *http.Response, since time.Time) {
@@ -162,7 +147,7 @@ func (k *known) holdSlot(resp *http.Response, since time.Time) {
 		k.release(since)
 		return
 	}
-	resp.Body = &slotBody{ReadCloser: resp.Body, k: k, since: since}
+	resp.Body = onClose(resp.Body, func() { k.release(since) })
 }
 
 // passLimit keeps the send that the gate let through at now to the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -284,4 +285,85 @@ func TestLimitYieldsToTheServer(t *testing.T) {
 			assert.GreaterOrEqual(t, s.at.Sub(start), 3*time.Second)
 		}
 	})
+}
+
+// TestLimitSlotSurvivesAPanic: a panic in the inner transport gives the
+// send's slot back, so the next request is not refused a place for good.
+func TestLimitSlotSurvivesAPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		inner := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if calls.Add(1) == 1 {
+				panic("inner transport bug")
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		})
+		tr := heed.New(inner, heed.WithPolicy(heed.Policy{Limit: heed.Limit{InFlight: 1}}))
+		assert.PanicsWithValue(t, "inner transport bug", func() {
+			_, _ = tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/a", nil))
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		resp, err := tr.RoundTrip(newRequest(t, ctx, "GET", "https://api.example/b", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, int32(2), calls.Load())
+	})
+}
+
+// TestLimitKeepsAnUpgradedBodyWritable: a 101 Switching Protocols answer's
+// body is the connection, an io.ReadWriteCloser; kept to a Limit, or
+// checked at the wire, it stays one, as WebSocket clients need.
+func TestLimitKeepsAnUpgradedBodyWritable(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/warm" {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		_ = rw.Flush()
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(rw, buf); err == nil {
+			_, _ = conn.Write(buf)
+		}
+	}))
+	defer srv.Close()
+	for _, name := range []string{"Limit", "wire check"} {
+		t.Run(name, func(t *testing.T) {
+			p := heed.Policy{MaxAttempts: 1}
+			if name == "Limit" {
+				p.Limit = heed.Limit{InFlight: 2}
+			}
+			inner := &http.Transport{}
+			defer inner.CloseIdleConnections()
+			tr := heed.New(inner, heed.WithPolicy(p))
+			if name == "wire check" {
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", srv.URL+"/warm", nil))
+				require.NoError(t, err)
+				resp.Body.Close()
+				time.Sleep(1100 * time.Millisecond) // the hold ends; the scope stays one lately throttled
+			}
+			req := newRequest(t, t.Context(), "GET", srv.URL+"/upgrade", nil)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "echo")
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+			rw, ok := resp.Body.(io.ReadWriteCloser)
+			require.True(t, ok, "the body is still writable: %T", resp.Body)
+			_, err = rw.Write([]byte("hello"))
+			require.NoError(t, err)
+			got := make([]byte, 5)
+			_, err = io.ReadFull(rw, got)
+			require.NoError(t, err)
+			assert.Equal(t, "hello", string(got))
+			require.NoError(t, rw.Close())
+		})
+	}
 }

@@ -190,6 +190,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rt.run(start)
 }
 
+// send hands req to the inner transport. Should that panic (or an observer
+// called from the wire check), the send's Limit slot is given back first,
+// so that no place is lost for good.
+func (rt *roundTrip) send(req *http.Request) (*http.Response, error) {
+	if rt.slotAt.IsZero() {
+		return rt.t.next.RoundTrip(req)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			rt.releaseSlot(nil)
+			panic(v)
+		}
+	}()
+	return rt.t.next.RoundTrip(req)
+}
+
 // scopeFor calls f for req; should f panic, it closes req's body first, as
 // a RoundTrip closes it on every path, and panics on.
 func scopeFor(f func(*http.Request) string, req *http.Request) string {
@@ -267,7 +283,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		rt.kept = nil
 		rt.limiter.sent(sent)
 		send, check := rt.wired(out, attempt, sent)
-		resp, err := rt.t.next.RoundTrip(send)
+		resp, err := rt.send(send)
 		if check != nil {
 			var de *DeferredError
 			if resp, de = check.finish(resp, err); de != nil {

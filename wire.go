@@ -101,18 +101,46 @@ func (c *wireCheck) finish(resp *http.Response, err error) (*http.Response, *Def
 		c.cancel(nil)
 		return resp, nil
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: c.cancel}
+	resp.Body = onClose(resp.Body, func() { c.cancel(nil) })
 	return resp, nil
 }
 
-// cancelBody ends a send's context when its body is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelCauseFunc
+// onClose returns body, calling f once when it is first closed. A body that
+// is also an io.Writer (a 101 Switching Protocols answer's connection)
+// stays one.
+func onClose(body io.ReadCloser, f func()) io.ReadCloser {
+	if rw, ok := body.(io.ReadWriteCloser); ok {
+		return &closingReadWriter{ReadWriteCloser: rw, closer: closer{f: f}}
+	}
+	return &closingReader{ReadCloser: body, closer: closer{f: f}}
 }
 
-func (b *cancelBody) Close() error {
+// closer calls f once.
+type closer struct {
+	once sync.Once
+	f    func()
+}
+
+// closingReader is a body that calls its closer when closed.
+type closingReader struct {
+	io.ReadCloser
+	closer
+}
+
+func (b *closingReader) Close() error {
 	err := b.ReadCloser.Close()
-	b.cancel(nil)
+	b.once.Do(b.f)
+	return err
+}
+
+// closingReadWriter is a read-write body that calls its closer when closed.
+type closingReadWriter struct {
+	io.ReadWriteCloser
+	closer
+}
+
+func (b *closingReadWriter) Close() error {
+	err := b.ReadWriteCloser.Close()
+	b.once.Do(b.f)
 	return err
 }
