@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/heed-go/heed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -13,14 +14,15 @@ const countdownTick = 100 * time.Millisecond
 
 // decisionLogger returns the logger of "heed get" and "heed poll": one line
 // per decision, every level, on stderr; console lines by default, JSON
-// with jsonLog. When stderr is a terminal it also drives a live countdown
-// to the next attempt. Call the returned function before exiting: it stops
-// the countdown and flushes the log.
-func decisionLogger(stderr io.Writer, jsonLog bool) (*zap.Logger, func()) {
+// with jsonLog. When stderr is a terminal it also draws a live countdown to
+// the next attempt, fed by observe, which is then the heed.WithObserver of
+// the Transport (nil off a terminal), and to jobpoll's next check. Call the
+// returned stop before exiting: it stops the countdown and flushes the log.
+func decisionLogger(stderr io.Writer, jsonLog bool) (log *zap.Logger, observe func(heed.Event), stop func()) {
 	return newDecisionLogger(stderr, jsonLog, isTerminal(stderr))
 }
 
-func newDecisionLogger(stderr io.Writer, jsonLog, terminal bool) (*zap.Logger, func()) {
+func newDecisionLogger(stderr io.Writer, jsonLog, terminal bool) (*zap.Logger, func(heed.Event), func()) {
 	cfg := zapcore.EncoderConfig{
 		TimeKey:        "time",
 		LevelKey:       "level",
@@ -40,9 +42,9 @@ func newDecisionLogger(stderr io.Writer, jsonLog, terminal bool) (*zap.Logger, f
 	}
 	if !terminal {
 		core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(stderr)), zapcore.DebugLevel)
-		return zap.New(core), func() {}
+		return zap.New(core), nil, func() {}
 	}
 	cd := newCountdown(stderr, countdownTick)
 	core := countdownCore{Core: zapcore.NewCore(enc, cd, zapcore.DebugLevel), cd: cd}
-	return zap.New(core), cd.Stop
+	return zap.New(core), cd.observe, cd.Stop
 }

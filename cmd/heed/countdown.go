@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heed-go/heed"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -119,10 +120,27 @@ func remaining(d time.Duration) string {
 	return ((d + time.Second - 1) / time.Second * time.Second).String()
 }
 
+// observe is the heed.WithObserver of a Transport whose waits this
+// countdown shows: a retry or a gate wait starts a countdown to the next
+// attempt (Event.RetryAt); any other decision ends the countdown running.
+// heed logs a decision before it reports it, so the countdown started here
+// outlives the log line of the same decision.
+func (c *countdown) observe(e heed.Event) {
+	switch e.Kind {
+	case heed.EventRetry, heed.EventGateWait:
+		if !e.RetryAt.IsZero() {
+			c.Start("next attempt", e.RetryAt)
+			return
+		}
+	}
+	c.Stop()
+}
+
 // countdownCore is a zapcore.Core that passes every entry on to the log's
-// own core, and starts the countdown when an entry schedules a wait: heed's
-// "retry" and "gate wait" (field retry_at), jobpoll's "poll wait" (field
-// next_check).
+// own core, ending the countdown running before each, and starts a
+// countdown to the next check when jobpoll logs a "poll wait" (field
+// next_check): jobpoll has no observer. heed's own waits come from its
+// events (observe), not from its log.
 type countdownCore struct {
 	zapcore.Core
 	cd *countdown
@@ -142,36 +160,26 @@ func (c countdownCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore
 }
 
 // Write ends the countdown running, writes the entry, then starts a
-// countdown to the wait it announces, if any.
+// countdown to the next check it announces, if any.
 func (c countdownCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	c.cd.Stop()
 	err := c.Core.Write(e, fields)
-	label, at := scheduledWait(fields)
-	if label != "" {
-		c.cd.Start(label, at)
+	if at, ok := nextCheck(fields); ok {
+		c.cd.Start("next check", at)
 	}
 	return err
 }
 
-// scheduledWait reads a decision's fields: what is scheduled, and when.
-func scheduledWait(fields []zapcore.Field) (label string, at time.Time) {
+// nextCheck reads the fields of jobpoll's "poll wait": when the next check
+// is due.
+func nextCheck(fields []zapcore.Field) (time.Time, bool) {
 	enc := zapcore.NewMapObjectEncoder()
 	for _, f := range fields {
 		f.AddTo(enc)
 	}
-	op, _ := enc.Fields["op"].(string)
-	var key string
-	switch op {
-	case "retry", "gate wait":
-		label, key = "next attempt", "retry_at"
-	case "poll wait":
-		label, key = "next check", "next_check"
-	default:
-		return "", time.Time{}
+	if op, _ := enc.Fields["op"].(string); op != "poll wait" {
+		return time.Time{}, false
 	}
-	at, ok := enc.Fields[key].(time.Time)
-	if !ok {
-		return "", time.Time{}
-	}
-	return label, at
+	at, ok := enc.Fields["next_check"].(time.Time)
+	return at, ok
 }

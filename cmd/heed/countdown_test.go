@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heed-go/heed"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -31,14 +32,17 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestCountdown asserts that a scheduled wait logged on a terminal draws a
+// TestCountdown asserts that a retry heed reports on a terminal draws a
 // countdown that ends, cleared, when the time comes.
 func TestCountdown(t *testing.T) {
 	var out syncBuffer
-	log, stop := newDecisionLogger(&out, false, true)
+	log, observe, stop := newDecisionLogger(&out, false, true)
 	defer stop()
+	require.NotNil(t, observe)
 	at := time.Now().Add(350 * time.Millisecond)
+	// As heed does: the log line first, then the event.
 	log.Info("retry", zap.String("op", "retry"), zap.Duration("wait", 350*time.Millisecond), zap.Time("retry_at", at))
+	observe(heed.Event{Kind: heed.EventRetry, Attempt: 1, Wait: 350 * time.Millisecond, RetryAt: at})
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "next attempt in 0.") }, time.Second, 10*time.Millisecond)
 	time.Sleep(time.Until(at) + 3*countdownTick)
 	s := out.String()
@@ -55,11 +59,33 @@ func TestCountdown(t *testing.T) {
 	assert.Contains(t, s, clearLine+"")
 }
 
+// TestCountdownFromEvents asserts that heed's waits are counted down from
+// its events, not its log: a gate wait counts down to the next attempt, a
+// retry log line without an event draws nothing, and a decision that
+// schedules no attempt ends the countdown.
+func TestCountdownFromEvents(t *testing.T) {
+	var out syncBuffer
+	log, observe, stop := newDecisionLogger(&out, false, true)
+	defer stop()
+	log.Info("retry", zap.String("op", "retry"), zap.Time("retry_at", time.Now().Add(time.Minute)))
+	time.Sleep(3 * countdownTick)
+	assert.NotContains(t, out.String(), "next attempt", "a log line alone starts no countdown")
+
+	observe(heed.Event{Kind: heed.EventGateWait, Attempt: 1, RetryAt: time.Now().Add(time.Minute)})
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "next attempt in 1m0s") }, time.Second, 10*time.Millisecond)
+	observe(heed.Event{Kind: heed.EventAttempt, Attempt: 1, Status: 200})
+	s := out.String()
+	assert.True(t, strings.HasSuffix(s, clearLine), "the countdown is cleared when the attempt is answered: %q", s)
+	time.Sleep(3 * countdownTick)
+	assert.Equal(t, s, out.String(), "and not drawn again")
+}
+
 // TestNoCountdownOffTerminal asserts that off a terminal only log lines
-// are written.
+// are written, and that there is no observer to give heed.
 func TestNoCountdownOffTerminal(t *testing.T) {
 	var out syncBuffer
-	log, stop := newDecisionLogger(&out, true, false)
+	log, observe, stop := newDecisionLogger(&out, true, false)
+	assert.Nil(t, observe)
 	log.Info("retry", zap.String("op", "retry"), zap.Time("retry_at", time.Now().Add(time.Second)))
 	stop()
 	assert.NotContains(t, out.String(), "next attempt")
@@ -86,7 +112,7 @@ func TestRemaining(t *testing.T) {
 // escaped: zap itself passes DEL and C1 controls through.
 func TestTerminalLogEscapesControls(t *testing.T) {
 	var out syncBuffer
-	log, stop := newDecisionLogger(&out, false, true)
+	log, _, stop := newDecisionLogger(&out, false, true)
 	log.Info("give up", zap.String("op", "give up"), zap.String("error", "malformed header: \u009b2J\x7f"))
 	stop()
 	assert.Contains(t, out.String(), `malformed header: \u009b2J\x7f`)

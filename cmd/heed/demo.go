@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/heed-go/heed"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 // Settings of the demo.
@@ -70,7 +68,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			MaxWait: 5 * time.Minute,
 			Backoff: demoBackoff,
 		}),
-		heed.WithLogger(zap.New(decisionCore{rec: d.rec})),
+		heed.WithObserver(d.rec.observe),
 	)}
 	defer d.client.CloseIdleConnections()
 	return d.run()
@@ -225,7 +223,7 @@ func (d *demo) intro() {
 A fake vendor API runs inside this process at %s. Every request goes through
 http.Client{Transport: heed.New(nil, ...)}. Each line below is one request the vendor
 received: time since the demo started, method, path, the status it answered ("dropped":
-it closed the connection without answering), and the decision heed logged about it.
+it closed the connection without answering), and the decision heed made about it.
 
 Policies: "demo" for every path: heed's defaults (at most 5 attempts, at least 1s after
 a server hint, at most 60s of waiting in process), except Backoff = EqualJitter(200ms, 2s),
@@ -241,7 +239,7 @@ type exchange struct {
 	err       error
 	took      time.Duration
 	arrivals  []arrival // requests the vendor received during the call
-	decisions []logged  // decisions heed logged during the call
+	decisions []decided // decisions heed reported during the call
 }
 
 // call sends one request through the demo's client. ctx nil means a
@@ -290,7 +288,7 @@ func (d *demo) fail(format string, args ...any) {
 	d.issues = append(d.issues, fmt.Sprintf(format, args...))
 }
 
-// show prints one line per arrival of x, with the decision heed logged
+// show prints one line per arrival of x, with the decision heed made
 // about it, then any decision about a request that was never sent.
 func (d *demo) show(x exchange) {
 	sent, unsent := splitDecisions(x.decisions)
@@ -299,7 +297,7 @@ func (d *demo) show(x exchange) {
 		if a.Status != 0 {
 			status = fmt.Sprint(a.Status)
 		}
-		what := "(no decision logged)"
+		what := "(no decision reported)"
 		if dec, ok := sent[i+1]; ok {
 			what = describe(dec, a)
 		}
@@ -307,7 +305,7 @@ func (d *demo) show(x exchange) {
 	}
 	for attempt := range sent {
 		if attempt < 1 || attempt > len(x.arrivals) {
-			d.fail("heed logged a decision about attempt %d, but the vendor received %d requests", attempt, len(x.arrivals))
+			d.fail("heed reported a decision about attempt %d, but the vendor received %d requests", attempt, len(x.arrivals))
 		}
 	}
 	for _, dec := range unsent {
@@ -318,8 +316,8 @@ func (d *demo) show(x exchange) {
 
 // splitDecisions returns the decisions about attempts that were sent, by
 // attempt number, and those made at the gate before sending.
-func splitDecisions(all []logged) (sent map[int]logged, unsent []logged) {
-	sent = make(map[int]logged)
+func splitDecisions(all []decided) (sent map[int]decided, unsent []decided) {
+	sent = make(map[int]decided)
 	for _, dec := range all {
 		switch {
 		case dec.Source == "gate" || dec.Op == "gate wait" || dec.Op == "gate error":
@@ -332,7 +330,7 @@ func splitDecisions(all []logged) (sent map[int]logged, unsent []logged) {
 }
 
 // describe says in words what heed decided about arrival a.
-func describe(dec logged, a arrival) string {
+func describe(dec decided, a arrival) string {
 	why := dec.Class
 	if dec.Reason != "" && dec.Reason != dec.Class {
 		why += ": " + dec.Reason
@@ -354,9 +352,6 @@ func describe(dec logged, a arrival) string {
 		return "delivered"
 	case "give up":
 		stop := dec.Stop
-		if stop == "" {
-			stop = dec.Source // before heed logged "stop", "source" said why
-		}
 		if stop == "not replay-safe" && a.Key == "" && a.Method == http.MethodPost {
 			return fmt.Sprintf("not resent: POST without key is not replay-safe (%s)", why)
 		}
@@ -587,8 +582,8 @@ func (d *demo) playLostPOST() {
 	d.result(x)
 	d.expectStatuses(x, 0)
 	d.expectOps(x, "give up")
-	if dec, ok := x.decisions0(); ok && dec.Op == "give up" && dec.Stop+dec.Source != "not replay-safe" {
-		d.fail("heed gave up because %q; expected because the POST is not replay-safe", dec.Stop+dec.Source)
+	if dec, ok := x.decisions0(); ok && dec.Op == "give up" && dec.Stop != "not replay-safe" {
+		d.fail("heed gave up because %q; expected because the POST is not replay-safe", dec.Stop)
 	}
 	all, n := d.vendor.chargesWithKey("")
 	fmt.Fprintf(d.out, "  vendor: %d charge(s) applied without a key, %d in all; the caller must check before trying again\n", n, len(all))
@@ -625,8 +620,8 @@ func (d *demo) playKeyedPOST() {
 	}
 }
 
-// decisions0 returns heed's decision about the first attempt, if logged.
-func (x exchange) decisions0() (logged, bool) {
+// decisions0 returns heed's decision about the first attempt, if reported.
+func (x exchange) decisions0() (decided, bool) {
 	sent, _ := splitDecisions(x.decisions)
 	dec, ok := sent[1]
 	return dec, ok
@@ -646,7 +641,7 @@ func dur(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
-// urlPath returns the path of a logged URL.
+// urlPath returns the path of a reported URL.
 func urlPath(s string) string {
 	if u, err := url.Parse(s); err == nil {
 		return u.Path
@@ -654,9 +649,9 @@ func urlPath(s string) string {
 	return s
 }
 
-// logged is one decision heed logged, from the fields of its log line.
-type logged struct {
-	At      time.Time // when it was logged
+// decided is one decision heed made, from its heed.Event.
+type decided struct {
+	At      time.Time // when it was reported
 	Op      string    // deliver, retry, give up, defer, budget, gate wait, gate error
 	Route   string
 	Method  string
@@ -666,21 +661,22 @@ type logged struct {
 	Class   string
 	Reason  string
 	Wait    time.Duration
-	Source  string // where the wait came from: a header, "backoff" or "gate"
+	Source  string // where the wait came from: a header, "backoff", "gate", ...
 	Stop    string // why a retryable failure was delivered ("give up")
 	RetryAt time.Time
 	Left    time.Duration
-	Error   string
+	Err     error
 }
 
-// decisionLog collects the decisions heed logs. Safe for concurrent use.
+// decisionLog collects the decisions heed reports. Safe for concurrent use.
 type decisionLog struct {
 	mu   sync.Mutex
-	list []logged
+	list []decided
 }
 
-// take returns the decisions logged since the last take, and forgets them.
-func (l *decisionLog) take() []logged {
+// take returns the decisions reported since the last take, and forgets
+// them.
+func (l *decisionLog) take() []decided {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	list := l.list
@@ -688,75 +684,44 @@ func (l *decisionLog) take() []logged {
 	return list
 }
 
-func (l *decisionLog) add(d logged) {
+// opOf names each kind of decision the demo shows as heed's log does; an
+// attempt's outcome (heed.EventAttempt) is not a decision of its own: the
+// decision that follows it says what heed made of it.
+var opOf = map[heed.EventKind]string{
+	heed.EventRetry:     "retry",
+	heed.EventDeferred:  "defer",
+	heed.EventDelivered: "deliver",
+	heed.EventGiveUp:    "give up",
+	heed.EventBudget:    "budget",
+	heed.EventGateWait:  "gate wait",
+	heed.EventGateError: "gate error",
+}
+
+// observe is the demo Transport's heed.WithObserver: it records every
+// decision, so that the demo shows heed's actual decisions.
+func (l *decisionLog) observe(e heed.Event) {
+	op, ok := opOf[e.Kind]
+	if !ok {
+		return
+	}
+	d := decided{
+		At:      time.Now(),
+		Op:      op,
+		Route:   e.Route,
+		Method:  e.Method,
+		URL:     e.URL,
+		Attempt: e.Attempt,
+		Status:  e.Status,
+		Class:   e.Class.String(),
+		Reason:  e.Reason,
+		Wait:    e.Wait,
+		Source:  e.Source,
+		Stop:    e.Stop,
+		RetryAt: e.RetryAt,
+		Left:    e.Left,
+		Err:     e.Err,
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.list = append(l.list, d)
 }
-
-// decisionCore is a zapcore.Core that records the fields of every entry,
-// at every level, in a decisionLog: what heed.WithLogger is given, so that
-// the demo shows heed's actual decisions.
-type decisionCore struct {
-	rec    *decisionLog
-	fields []zapcore.Field // from With
-}
-
-// Enabled is true for every level: heed logs deliveries at debug level.
-func (decisionCore) Enabled(zapcore.Level) bool { return true }
-
-// With returns a core that adds fields to every entry.
-func (c decisionCore) With(fields []zapcore.Field) zapcore.Core {
-	c.fields = append(append([]zapcore.Field(nil), c.fields...), fields...)
-	return c
-}
-
-// Check adds the core to every entry.
-func (c decisionCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	return ce.AddCore(e, c)
-}
-
-// Write records the entry's fields.
-func (c decisionCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
-	enc := zapcore.NewMapObjectEncoder()
-	for _, f := range c.fields {
-		f.AddTo(enc)
-	}
-	for _, f := range fields {
-		f.AddTo(enc)
-	}
-	m := enc.Fields
-	str := func(k string) string { s, _ := m[k].(string); return s }
-	num := func(k string) int {
-		switch v := m[k].(type) {
-		case int64:
-			return int(v)
-		case int:
-			return v
-		}
-		return 0
-	}
-	dur := func(k string) time.Duration { v, _ := m[k].(time.Duration); return v }
-	at, _ := m["retry_at"].(time.Time)
-	c.rec.add(logged{
-		At:      e.Time,
-		Op:      str("op"),
-		Route:   str("route"),
-		Method:  str("method"),
-		URL:     str("url"),
-		Attempt: num("attempt"),
-		Status:  num("status"),
-		Class:   str("class"),
-		Reason:  str("reason"),
-		Wait:    dur("wait"),
-		Source:  str("source"),
-		Stop:    str("stop"),
-		RetryAt: at,
-		Left:    dur("left"),
-		Error:   str("error"),
-	})
-	return nil
-}
-
-// Sync has nothing to flush.
-func (decisionCore) Sync() error { return nil }

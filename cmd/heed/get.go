@@ -119,7 +119,7 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 
-	log, stopLog := decisionLogger(stderr, *jsonLog)
+	log, observe, stopLog := decisionLogger(stderr, *jsonLog)
 	defer stopLog()
 	policy := heed.Policy{Name: "get", MaxAttempts: *attempts}
 	if *deadline > 0 {
@@ -127,7 +127,7 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 		policy.MaxWait = *deadline
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	tr := heed.New(base, heed.WithPolicy(policy), heed.WithLogger(log))
+	tr := heed.New(base, heed.WithPolicy(policy), heed.WithLogger(log), heed.WithObserver(observe))
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 

@@ -96,10 +96,10 @@ func runPoll(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := interruptible()
 	defer stop()
-	log, stopLog := decisionLogger(stderr, *jsonLog)
+	log, observe, stopLog := decisionLogger(stderr, *jsonLog)
 	defer stopLog()
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	tr := heed.New(base, heed.WithPolicy(heed.Policy{Name: "poll", MaxElapsed: *checkDeadline}), heed.WithLogger(log))
+	tr := heed.New(base, heed.WithPolicy(heed.Policy{Name: "poll", MaxElapsed: *checkDeadline}), heed.WithLogger(log), heed.WithObserver(observe))
 	defer tr.CloseIdleConnections()
 	poller := &jobpoll.Poller{
 		Terminal: terminal,
