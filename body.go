@@ -1,15 +1,18 @@
 // Request bodies: how each attempt of one RoundTrip gets its own copy of
-// the request body, or why the request is sent only once.
+// the request body, or why the request is sent only once, and the last
+// answer kept while the next copy may still fail to be made.
 
 package heed
 
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // bodyKind says how a request body is sent again.
@@ -196,4 +199,72 @@ func (b *onceBody) Close() error {
 	var err error
 	b.once.Do(func() { err = b.c.Close() })
 	return err
+}
+
+// request returns what attempt sends: the caller's request itself when
+// nothing about it changes, else a clone with a fresh body.
+func (rt *roundTrip) request(attempt int) (*http.Request, error) {
+	if attempt == 1 && rt.newKey == "" && !rt.body.swaps(attempt) {
+		if rt.body.orig != nil {
+			rt.body.sendsOriginal()
+		}
+		return rt.req, nil
+	}
+	out := rt.req.Clone(rt.ctx)
+	if rt.newKey != "" {
+		out.Header.Set(rt.p.keyHeader, rt.newKey)
+	}
+	if err := rt.body.set(out, attempt); err != nil {
+		return nil, fmt.Errorf("heed: replaying request body: %w", err)
+	}
+	return out, nil
+}
+
+// kept is an attempt's outcome, kept through the wait before a retry whose
+// body the caller's GetBody makes: when GetBody then fails, the caller gets
+// this outcome, as it was, rather than heed's error.
+type kept struct {
+	resp *http.Response // its body read into memory; nil with a transport error
+	err  error
+	d    decision // the retry decision made of it
+}
+
+// keep discards resp as every retry does, first keeping the outcome when
+// the next attempt's body comes from GetBody, which may fail: the
+// transport error, or the response with its body read whole, when the body
+// ends within the draining bounds. A longer body is discarded, not kept.
+func (rt *roundTrip) keep(resp *http.Response, d *decision) *kept {
+	if rt.body.kind != bodyGetBody {
+		discard(resp)
+		return nil
+	}
+	k := &kept{err: rt.err, d: *d}
+	if resp == nil {
+		return k
+	}
+	body, whole := drain(resp, true)
+	if !whole {
+		return nil
+	}
+	r := *resp
+	r.Body = http.NoBody
+	if len(body) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	k.resp = &r
+	return k
+}
+
+// replayFailed ends a RoundTrip whose next attempt's body could not be
+// made (err): with the last attempt's response or error as it was, when it
+// was kept, else with err.
+func (rt *roundTrip) replayFailed(attempt int, err error) (*http.Response, error) {
+	k := rt.kept
+	rt.kept = nil
+	if k == nil {
+		return nil, err
+	}
+	d := k.d
+	d.wait, d.source, d.retryAt = 0, "", time.Time{}
+	return rt.giveUp(&d, "body not replayable", k.resp, k.err)
 }

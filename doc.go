@@ -6,16 +6,18 @@
 //
 // One request's path through the package, attempt by attempt:
 //
-//   - The gate (gate.go, infer.go): the attempt waits while its scope is
-//     held, or takes one of the scope's published or inferred sends.
+//   - The gate (admit.go, gate.go, infer.go): the attempt waits while its
+//     scope is held, or takes one of the scope's published or inferred
+//     sends.
 //   - The limits (known.go, adaptive.go): it keeps to the rate and the
 //     sends in flight the caller knows of, and to the pace learned from
 //     throttles.
-//   - The send (transport.go, wire.go, body.go): it goes, with its own copy
-//     of the body, checked against the scope's hold again once its
-//     connection is ready.
-//   - Classification (classify.go, peek.go): the response or error is
-//     delivered, retried, or given up on.
+//   - The send (transport.go, wire.go, body.go, key.go): it goes, with its
+//     own copy of the body and an idempotency key when it needs one,
+//     checked against the scope's hold again once its connection is ready.
+//   - Classification (classify.go, classify_error.go, peek.go): the
+//     response or error is delivered, retried, or given up on; a response
+//     not delivered is drained and closed (discard.go).
 //   - Hints (hint.go, httpdate.go, quota.go): the response says how long to
 //     wait, and what quota its scope has left.
 //   - The deadline decision (internal/rules/budget.go, deferred.go): a wait

@@ -4,12 +4,8 @@
 package heed
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -246,21 +242,6 @@ type roundTrip struct {
 	took   time.Duration
 }
 
-// key returns the idempotency key the request carries, if any.
-func (rt *roundTrip) key() string {
-	if rt.newKey != "" {
-		return rt.newKey
-	}
-	return rules.RequestKey(rt.req.Header, rt.p.keyHeader)
-}
-
-// replaySafe reports whether an Ambiguous failure may be resent: the method
-// is idempotent, the request carries an idempotency key, or the policy says
-// so.
-func (rt *roundTrip) replaySafe() bool {
-	return rt.p.retryUnsafe || rules.Idempotent(rt.req.Method) || rt.key() != ""
-}
-
 func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 	p := rt.p
 	for attempt := 1; ; attempt++ {
@@ -383,117 +364,6 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 	}
 }
 
-// passGate waits while the scope is cooling down, or returns a
-// *DeferredError when that wait does not fit. With a QuotaGate it also
-// takes one of the scope's published sends. A gate error fails open. It
-// returns the time it let the attempt through; now is the time it was
-// called, if the caller has it.
-func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
-	p := rt.p
-	for {
-		if now.IsZero() {
-			now = time.Now()
-		}
-		if pace := rt.limiter.wait(now); pace > 0 {
-			if err := rt.waitToSend(attempt, now, pace, pace, reasonPacing, "pacing", zapcore.DebugLevel); err != nil {
-				return now, err
-			}
-			now = time.Time{}
-			continue
-		}
-		var nb time.Time
-		var err error
-		switch {
-		case rt.t.local:
-			nb, err = rt.t.gate.NotBefore(rt.ctx, rt.scope)
-			now = time.Now()
-			if err == nil && !nb.After(now) {
-				nb, rt.episode = rt.t.mem.take(rt.scope, now)
-			}
-		case rt.t.mem != nil:
-			nb, rt.episode = rt.t.mem.take(rt.scope, now)
-		default:
-			nb, err = rt.t.quotas.Take(rt.ctx, rt.scope)
-			now = time.Now()
-		}
-		if err != nil {
-			rt.taken = false
-			rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
-			return now, nil
-		}
-		if nb.IsZero() {
-			rt.taken = true
-			return now, nil
-		}
-		// Not admitted: wait for the gate to open, then spread out, so
-		// that the scope's waiters do not all fire at the same instant.
-		base := max(nb.Sub(now), time.Millisecond)
-		level := zapcore.InfoLevel
-		if base <= QuotaRecheck {
-			// Perhaps a recheck while answers that may give sends back are
-			// pending (QuotaRecheck). Whether to defer is decided against
-			// the reset all the same, which NotBefore answers: a caller
-			// whose time cannot cover it defers at once, as the contract
-			// says, rather than spend its time on sends that may not come
-			// back. One whose time can asks again at each recheck, logged
-			// at debug level. The cost is a NotBefore call per short
-			// refusal; a failing gate answers no reset.
-			var quotas Gate = rt.t.quotas
-			if rt.t.mem != nil {
-				quotas = rt.t.mem
-			}
-			if reset, _ := quotas.NotBefore(rt.ctx, rt.scope); reset.Sub(now) > base {
-				full := reset.Sub(now)
-				if rt.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, rt.took)) {
-					level = zapcore.DebugLevel
-				} else {
-					base = full // defers below
-				}
-			}
-		}
-		spread := p.jitter
-		if spread == 0 {
-			spread = min(base/50, maxGateSpread)
-		}
-		wait := base + rules.RandUpTo(spread)
-		if err := rt.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level); err != nil {
-			return now, err
-		}
-		now = time.Time{}
-	}
-}
-
-// waitToSend sleeps wait (base before any spread) before attempt is sent,
-// logged at level, or returns a *DeferredError, with nothing more sent, when
-// that wait does not fit; or the context's error if it ends first.
-func (rt *roundTrip) waitToSend(attempt int, now time.Time, base, wait time.Duration, reason, source string, level zapcore.Level) error {
-	p := rt.p
-	d := rt.waitDecision(attempt, now, wait, reason, source)
-	if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
-		return rt.deferred(&d, attempt-1)
-	}
-	// The scope's waiting line is bounded: one more defers at once.
-	if n := rt.local.waiting.Add(1); n > int64(p.maxWaiting) {
-		rt.local.waiting.Add(-1)
-		d.verdict.Reason = reasonQueueFull
-		return rt.deferred(&d, attempt-1)
-	}
-	defer rt.local.waiting.Add(-1)
-	d.op = opGateWait
-	rt.decide(level, &d)
-	return rules.Sleep(rt.ctx, wait)
-}
-
-// waitDecision describes a wait of attempt before it is sent, decided at
-// now.
-func (rt *roundTrip) waitDecision(attempt int, now time.Time, wait time.Duration, reason, source string) decision {
-	return decision{
-		route: rt.p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
-		status: rt.status, verdict: Verdict{Throttled, reason},
-		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
-	}
-}
-
 // ceilMillisecond returns t, or the next whole Unix millisecond after it.
 func ceilMillisecond(t time.Time) time.Time {
 	u := t.Truncate(time.Millisecond)
@@ -501,38 +371,6 @@ func ceilMillisecond(t time.Time) time.Time {
 		u = u.Add(time.Millisecond)
 	}
 	return u
-}
-
-// maxGateSpread bounds the default spread of a scope's waiters after its
-// gate opens: 1/50 of the wait, at most this.
-const maxGateSpread = 20 * time.Millisecond
-
-// done tells a QuotaGate that the send it admitted was answered, with the
-// quota the response published, and whether it was served (answered, not
-// throttled). A response served by a cache (one with an Age header)
-// publishes nothing, as the RateLimit fields draft says.
-//
-// now is the time the send went, which serves when the response publishes
-// nothing; the clock is read when it does.
-func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
-	if !rt.taken {
-		return
-	}
-	rt.taken = false
-	var q *Quota
-	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
-		now = time.Now()
-		if r, reset, _, ok := quota(resp.Header, now); ok {
-			q = &Quota{Remaining: r, Reset: now.Add(min(reset, rt.t.maxHold))}
-		}
-	}
-	if rt.t.mem != nil {
-		rt.t.mem.done(rt.scope, q, served, rt.episode, now)
-		return
-	}
-	if err := rt.t.quotas.Done(rt.ctx, rt.scope, q, served); err != nil {
-		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
-	}
 }
 
 // Reasons heed gives of its own.
@@ -560,89 +398,6 @@ func (rt *roundTrip) decide(level zapcore.Level, d *decision) {
 	}
 	rt.t.logDecision(level, d)
 	rt.t.notify(rt.ctx, d)
-}
-
-// hold extends the scope's gate to hint after now, at most the Transport's
-// MaxHold; a gate error is logged and ignored.
-func (rt *roundTrip) hold(now time.Time, hint time.Duration) {
-	until := now.Add(min(hint, rt.t.maxHold))
-	for held := rt.local.heldUntil.Load(); until.UnixNano() > held; held = rt.local.heldUntil.Load() {
-		if rt.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
-			break
-		}
-	}
-	rt.local.throttledAt.Store(now.UnixNano())
-	if err := rt.t.gate.Hold(rt.ctx, rt.scope, until); err != nil {
-		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
-	}
-}
-
-// request returns what attempt sends: the caller's request itself when
-// nothing about it changes, else a clone with a fresh body.
-func (rt *roundTrip) request(attempt int) (*http.Request, error) {
-	if attempt == 1 && rt.newKey == "" && !rt.body.swaps(attempt) {
-		if rt.body.orig != nil {
-			rt.body.sendsOriginal()
-		}
-		return rt.req, nil
-	}
-	out := rt.req.Clone(rt.ctx)
-	if rt.newKey != "" {
-		out.Header.Set(rt.p.keyHeader, rt.newKey)
-	}
-	if err := rt.body.set(out, attempt); err != nil {
-		return nil, fmt.Errorf("heed: replaying request body: %w", err)
-	}
-	return out, nil
-}
-
-// kept is an attempt's outcome, kept through the wait before a retry whose
-// body the caller's GetBody makes: when GetBody then fails, the caller gets
-// this outcome, as it was, rather than heed's error.
-type kept struct {
-	resp *http.Response // its body read into memory; nil with a transport error
-	err  error
-	d    decision // the retry decision made of it
-}
-
-// keep discards resp as every retry does, first keeping the outcome when
-// the next attempt's body comes from GetBody, which may fail: the
-// transport error, or the response with its body read whole, when the body
-// ends within the draining bounds. A longer body is discarded, not kept.
-func (rt *roundTrip) keep(resp *http.Response, d *decision) *kept {
-	if rt.body.kind != bodyGetBody {
-		discard(resp)
-		return nil
-	}
-	k := &kept{err: rt.err, d: *d}
-	if resp == nil {
-		return k
-	}
-	body, whole := drain(resp, true)
-	if !whole {
-		return nil
-	}
-	r := *resp
-	r.Body = http.NoBody
-	if len(body) > 0 {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
-	k.resp = &r
-	return k
-}
-
-// replayFailed ends a RoundTrip whose next attempt's body could not be
-// made (err): with the last attempt's response or error as it was, when it
-// was kept, else with err.
-func (rt *roundTrip) replayFailed(attempt int, err error) (*http.Response, error) {
-	k := rt.kept
-	rt.kept = nil
-	if k == nil {
-		return nil, err
-	}
-	d := k.d
-	d.wait, d.source, d.retryAt = 0, "", time.Time{}
-	return rt.giveUp(&d, "body not replayable", k.resp, k.err)
 }
 
 func (rt *roundTrip) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {
@@ -676,67 +431,4 @@ func levelFor(c Class) zapcore.Level {
 		return zapcore.InfoLevel
 	}
 	return zapcore.DebugLevel
-}
-
-// newIdempotencyKey returns a random UUID (version 4).
-func newIdempotencyKey() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], u[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], u[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], u[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], u[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], u[10:])
-	return string(s[:])
-}
-
-// Draining bounds: a discarded response is read this far, for this long, so
-// that its connection can be reused, and then closed.
-const (
-	drainBytes = 64 << 10
-	drainTime  = 250 * time.Millisecond
-)
-
-// discard drains and closes a response that will not be delivered, bounded
-// in bytes and time so that an endless body cannot stall a retry.
-func discard(resp *http.Response) { drain(resp, false) }
-
-// drain reads resp's body, at most drainBytes for at most drainTime, and
-// closes it. With keep, it returns what it read, and whether that is the
-// whole body: it ended short of drainBytes, or at its Content-Length.
-func drain(resp *http.Response, keep bool) ([]byte, bool) {
-	if resp == nil || resp.Body == nil || resp.Body == http.NoBody {
-		return nil, true
-	}
-	body := resp.Body
-	type drained struct {
-		b     []byte
-		whole bool
-	}
-	done := make(chan drained, 1)
-	go func() {
-		if !keep {
-			_, _ = io.CopyN(io.Discard, body, drainBytes)
-			done <- drained{}
-			return
-		}
-		b, err := io.ReadAll(io.LimitReader(body, drainBytes))
-		done <- drained{b, err == nil && (len(b) < drainBytes || resp.ContentLength == int64(len(b)))}
-	}()
-	timer := time.NewTimer(drainTime)
-	var got drained
-	select {
-	case got = <-done:
-	case <-timer.C:
-	}
-	timer.Stop()
-	body.Close()
-	return got.b, got.whole
 }

@@ -1,0 +1,172 @@
+// Admission: what a send waits for before it goes, the scope's gate and
+// its spread, and what the gate is told once the send is answered or
+// throttled.
+
+package heed
+
+import (
+	"net/http"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/heed-go/heed/internal/rules"
+)
+
+// passGate waits while the scope is cooling down, or returns a
+// *DeferredError when that wait does not fit. With a QuotaGate it also
+// takes one of the scope's published sends. A gate error fails open. It
+// returns the time it let the attempt through; now is the time it was
+// called, if the caller has it.
+func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
+	p := rt.p
+	for {
+		if now.IsZero() {
+			now = time.Now()
+		}
+		if pace := rt.limiter.wait(now); pace > 0 {
+			if err := rt.waitToSend(attempt, now, pace, pace, reasonPacing, "pacing", zapcore.DebugLevel); err != nil {
+				return now, err
+			}
+			now = time.Time{}
+			continue
+		}
+		var nb time.Time
+		var err error
+		switch {
+		case rt.t.local:
+			nb, err = rt.t.gate.NotBefore(rt.ctx, rt.scope)
+			now = time.Now()
+			if err == nil && !nb.After(now) {
+				nb, rt.episode = rt.t.mem.take(rt.scope, now)
+			}
+		case rt.t.mem != nil:
+			nb, rt.episode = rt.t.mem.take(rt.scope, now)
+		default:
+			nb, err = rt.t.quotas.Take(rt.ctx, rt.scope)
+			now = time.Now()
+		}
+		if err != nil {
+			rt.taken = false
+			rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
+			return now, nil
+		}
+		if nb.IsZero() {
+			rt.taken = true
+			return now, nil
+		}
+		// Not admitted: wait for the gate to open, then spread out, so
+		// that the scope's waiters do not all fire at the same instant.
+		base := max(nb.Sub(now), time.Millisecond)
+		level := zapcore.InfoLevel
+		if base <= QuotaRecheck {
+			// Perhaps a recheck while answers that may give sends back are
+			// pending (QuotaRecheck). Whether to defer is decided against
+			// the reset all the same, which NotBefore answers: a caller
+			// whose time cannot cover it defers at once, as the contract
+			// says, rather than spend its time on sends that may not come
+			// back. One whose time can asks again at each recheck, logged
+			// at debug level. The cost is a NotBefore call per short
+			// refusal; a failing gate answers no reset.
+			var quotas Gate = rt.t.quotas
+			if rt.t.mem != nil {
+				quotas = rt.t.mem
+			}
+			if reset, _ := quotas.NotBefore(rt.ctx, rt.scope); reset.Sub(now) > base {
+				full := reset.Sub(now)
+				if rt.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, rt.took)) {
+					level = zapcore.DebugLevel
+				} else {
+					base = full // defers below
+				}
+			}
+		}
+		spread := p.jitter
+		if spread == 0 {
+			spread = min(base/50, maxGateSpread)
+		}
+		wait := base + rules.RandUpTo(spread)
+		if err := rt.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level); err != nil {
+			return now, err
+		}
+		now = time.Time{}
+	}
+}
+
+// waitToSend sleeps wait (base before any spread) before attempt is sent,
+// logged at level, or returns a *DeferredError, with nothing more sent, when
+// that wait does not fit; or the context's error if it ends first.
+func (rt *roundTrip) waitToSend(attempt int, now time.Time, base, wait time.Duration, reason, source string, level zapcore.Level) error {
+	p := rt.p
+	d := rt.waitDecision(attempt, now, wait, reason, source)
+	if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
+		return rt.deferred(&d, attempt-1)
+	}
+	// The scope's waiting line is bounded: one more defers at once.
+	if n := rt.local.waiting.Add(1); n > int64(p.maxWaiting) {
+		rt.local.waiting.Add(-1)
+		d.verdict.Reason = reasonQueueFull
+		return rt.deferred(&d, attempt-1)
+	}
+	defer rt.local.waiting.Add(-1)
+	d.op = opGateWait
+	rt.decide(level, &d)
+	return rules.Sleep(rt.ctx, wait)
+}
+
+// waitDecision describes a wait of attempt before it is sent, decided at
+// now.
+func (rt *roundTrip) waitDecision(attempt int, now time.Time, wait time.Duration, reason, source string) decision {
+	return decision{
+		route: rt.p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
+		status: rt.status, verdict: Verdict{Throttled, reason},
+		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
+	}
+}
+
+// maxGateSpread bounds the default spread of a scope's waiters after its
+// gate opens: 1/50 of the wait, at most this.
+const maxGateSpread = 20 * time.Millisecond
+
+// done tells a QuotaGate that the send it admitted was answered, with the
+// quota the response published, and whether it was served (answered, not
+// throttled). A response served by a cache (one with an Age header)
+// publishes nothing, as the RateLimit fields draft says.
+//
+// now is the time the send went, which serves when the response publishes
+// nothing; the clock is read when it does.
+func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
+	if !rt.taken {
+		return
+	}
+	rt.taken = false
+	var q *Quota
+	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
+		now = time.Now()
+		if r, reset, _, ok := quota(resp.Header, now); ok {
+			q = &Quota{Remaining: r, Reset: now.Add(min(reset, rt.t.maxHold))}
+		}
+	}
+	if rt.t.mem != nil {
+		rt.t.mem.done(rt.scope, q, served, rt.episode, now)
+		return
+	}
+	if err := rt.t.quotas.Done(rt.ctx, rt.scope, q, served); err != nil {
+		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+	}
+}
+
+// hold extends the scope's gate to hint after now, at most the Transport's
+// MaxHold; a gate error is logged and ignored.
+func (rt *roundTrip) hold(now time.Time, hint time.Duration) {
+	until := now.Add(min(hint, rt.t.maxHold))
+	for held := rt.local.heldUntil.Load(); until.UnixNano() > held; held = rt.local.heldUntil.Load() {
+		if rt.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
+			break
+		}
+	}
+	rt.local.throttledAt.Store(now.UnixNano())
+	if err := rt.t.gate.Hold(rt.ctx, rt.scope, until); err != nil {
+		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+	}
+}
