@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/heed-go/heed"
 )
 
 // reply is one scripted answer of a fakeRT: a response, or an error.
@@ -164,4 +166,26 @@ func readBody(t testing.TB, resp *http.Response) string {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	return b.String()
+}
+
+// designPlainGate is a Gate with only the two methods of the Gate interface,
+// backed by heed's own gate: a user's gate that knows nothing of quotas.
+type designPlainGate struct{ g heed.Gate }
+
+func (p designPlainGate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
+	return p.g.NotBefore(ctx, scope)
+}
+
+func (p designPlainGate) Hold(ctx context.Context, scope string, until time.Time) error {
+	return p.g.Hold(ctx, scope, until)
+}
+
+// withDeadline returns ctx with a timeout of d, or ctx itself when d is 0.
+func withDeadline(t *testing.T, ctx context.Context, d time.Duration) context.Context {
+	if d == 0 {
+		return ctx
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	t.Cleanup(cancel)
+	return ctx
 }
