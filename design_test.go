@@ -49,17 +49,6 @@ func (r *designRecorder) last() *http.Response {
 	return r.resps[len(r.resps)-1]
 }
 
-func TestDesignWithLoggerAndWithGateNil(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rt := script(tooMany("Retry-After", "1"), ok200)
-		tr := heed.New(rt, heed.WithLogger(nil), heed.WithGate(nil))
-		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
-		require.NoError(t, err)
-		resp.Body.Close()
-		assert.Len(t, rt.requests(), 2)
-	})
-}
-
 // ---------------------------------------------------------------------------
 // One RoundTrip: the budget.
 

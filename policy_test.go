@@ -90,3 +90,14 @@ func TestTransportPolicyFillsDefaults(t *testing.T) {
 	assert.NotNil(t, p.Backoff)
 	assert.NotNil(t, p.Classify)
 }
+
+func TestDesignWithLoggerAndWithGateNil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := script(tooMany("Retry-After", "1"), ok200)
+		tr := heed.New(rt, heed.WithLogger(nil), heed.WithGate(nil))
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Len(t, rt.requests(), 2)
+	})
+}
