@@ -1,6 +1,7 @@
 package heed_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -189,6 +190,107 @@ func TestRoutesMatchWhatTheServerMatches(t *testing.T) {
 			served := resp.Header.Get("X-Pattern")
 			require.NotEmpty(t, served)
 			assert.Equal(t, served, tr.Policy(req).Name, "heed's route is the server's")
+		})
+	}
+}
+
+// Routes do not inherit from WithPolicy: every zero field is the package
+// default.
+func TestDesignRoutesDoNotInheritAnyField(t *testing.T) {
+	alwaysTerminal := func(*http.Request, *http.Response, error) heed.Verdict {
+		return heed.Verdict{Class: heed.Terminal, Reason: "no"}
+	}
+	tests := []struct {
+		name     string
+		def      heed.Policy
+		method   string
+		deadline time.Duration
+		replies  []reply
+		check    func(t *testing.T, rt *fakeRT, gate heed.Gate, resp *http.Response, err error)
+	}{
+		{"Name", heed.Policy{Name: "fallback"}, "GET", 10 * time.Second, []reply{tooMany("Retry-After", "600")},
+			func(t *testing.T, _ *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				var de *heed.DeferredError
+				require.ErrorAs(t, err, &de)
+				assert.Equal(t, "/r/", de.Route)
+			}},
+		{"MaxAttempts", heed.Policy{MaxAttempts: 2}, "GET", 0, []reply{boom500},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Len(t, rt.requests(), heed.DefaultMaxAttempts)
+			}},
+		{"MaxElapsed", heed.Policy{MaxElapsed: 2 * time.Second}, "GET", 0, []reply{tooMany("Retry-After", "4"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{4 * time.Second}, rt.gaps())
+			}},
+		{"MaxWait", heed.Policy{MaxWait: 5 * time.Second}, "GET", 0, []reply{tooMany("Retry-After", "30"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{30 * time.Second}, rt.gaps())
+			}},
+		{"MinWait", heed.Policy{MinWait: 10 * time.Second}, "GET", 0, []reply{tooMany("Retry-After", "0"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{heed.DefaultMinWait}, rt.gaps())
+			}},
+		{"Backoff", heed.Policy{Backoff: heed.Constant(20 * time.Second)}, "GET", 0, []reply{boom500, ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				g := rt.gaps()
+				require.Len(t, g, 1)
+				assert.GreaterOrEqual(t, g[0], 500*time.Millisecond, "EqualJitter(1s, 30s), first retry")
+				assert.LessOrEqual(t, g[0], time.Second)
+			}},
+		{"Jitter", heed.Policy{Jitter: 10 * time.Second}, "GET", 0, []reply{tooMany("Retry-After", "2"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{2 * time.Second}, rt.gaps())
+			}},
+		{"Reserve", heed.Policy{Reserve: 10 * time.Second}, "GET", 5 * time.Second, []reply{tooMany("Retry-After", "4"), ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, []time.Duration{4 * time.Second}, rt.gaps())
+			}},
+		{"Classify", heed.Policy{Classify: alwaysTerminal}, "GET", 0, []reply{boom500, ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, resp *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, 200, resp.StatusCode)
+				assert.Len(t, rt.requests(), 2)
+			}},
+		{"Scope", heed.Policy{Scope: "shared"}, "GET", 0, []reply{tooMany("Retry-After", "5"), ok200},
+			func(t *testing.T, _ *fakeRT, gate heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				nb, _ := gate.NotBefore(context.Background(), "shared")
+				assert.True(t, nb.IsZero(), "the WithPolicy scope is not used")
+				nb, _ = gate.NotBefore(context.Background(), "x.example")
+				assert.False(t, nb.IsZero(), "the request's host is the scope")
+			}},
+		{"KeyHeader", heed.Policy{KeyHeader: "Idempotency-Key"}, "POST", 0, []reply{ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, _ *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Empty(t, rt.requests()[0].header.Get("Idempotency-Key"))
+			}},
+		{"RetryUnsafe", heed.Policy{RetryUnsafe: true}, "POST", 0, []reply{boom500, ok200},
+			func(t *testing.T, rt *fakeRT, _ heed.Gate, resp *http.Response, err error) {
+				require.NoError(t, err)
+				assert.Equal(t, 500, resp.StatusCode)
+				assert.Len(t, rt.requests(), 1)
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(tt.replies...)
+				gate := heed.NewGate()
+				tr := heed.New(rt, heed.WithGate(gate), heed.WithPolicy(tt.def), heed.WithRoute("/r/", heed.Policy{}))
+				ctx := withDeadline(t, t.Context(), tt.deadline)
+				resp, err := tr.RoundTrip(newRequest(t, ctx, tt.method, "https://x.example/r/1", nil))
+				tt.check(t, rt, gate, resp, err)
+				if resp != nil {
+					resp.Body.Close()
+				}
+			})
 		})
 	}
 }
