@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -394,4 +395,74 @@ func TestPublishedQuotaWhileSendsInFlight(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A quota published on a response of any status limits the scope.
+func TestDesignPublishedQuotaFromAnyStatus(t *testing.T) {
+	for _, status := range []int{201, 404, 500} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(reply{status: status, header: hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "5")}, ok200)
+				tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1}))
+				start := time.Now()
+				for range 2 {
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+					require.NoError(t, err)
+					resp.Body.Close()
+				}
+				s := rt.requests()
+				require.Len(t, s, 2)
+				assert.GreaterOrEqual(t, s[1].at.Sub(start), 5*time.Second)
+			})
+		})
+	}
+}
+
+// A server that publishes its quota never has to answer 429: a caller that
+// sends one request at a time, or fewer at once than the quota, gets none.
+func TestDesignPublishedQuotaNeverNeeds429(t *testing.T) {
+	for _, workers := range []int{1, 4} {
+		t.Run(strings.Repeat("w", workers), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &windowServer{limit: 5, publish: true, latency: 2 * time.Millisecond}
+				tr := heed.New(srv)
+				jobs := make(chan int)
+				var wg sync.WaitGroup
+				for range workers {
+					wg.Go(func() {
+						for range jobs {
+							resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+							if assert.NoError(t, err) {
+								assert.Equal(t, 200, resp.StatusCode)
+							}
+						}
+					})
+				}
+				for i := range 40 {
+					jobs <- i
+				}
+				close(jobs)
+				wg.Wait()
+				assert.Equal(t, 40, srv.served)
+				assert.Zero(t, srv.refuse, "429s")
+			})
+		})
+	}
+}
+
+// Published quotas limit the scope whatever Gate the Transport has.
+func TestDesignPublishedQuotaWithAPlainGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := script(reply{status: 200, header: hdr("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "5")}, ok200)
+		tr := heed.New(rt, heed.WithGate(designPlainGate{heed.NewGate()}))
+		start := time.Now()
+		for range 2 {
+			resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		s := rt.requests()
+		require.Len(t, s, 2)
+		assert.GreaterOrEqual(t, s[1].at.Sub(start), 5*time.Second)
+	})
 }
