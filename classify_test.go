@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"testing/iotest"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -577,4 +578,95 @@ func TestServerTextIsNoInvalidRequest(t *testing.T) {
 	_, err = tr.RoundTrip(req)
 	require.Error(t, err)
 	assert.Equal(t, int32(4), conns.Load(), "one probe, then three attempts")
+}
+
+// 409 on a request carrying an idempotency key is Transient, the policy's
+// KeyHeader included.
+func TestDesign409WithKeyHeaderIsTransient(t *testing.T) {
+	tests := []struct {
+		name string
+		set  string // header the caller sets; "" lets heed add the key
+	}{
+		{"Idempotency-Key", "Idempotency-Key"},
+		{"KeyHeader set by the caller", "X-Request-Key"},
+		{"KeyHeader added by heed", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(reply{status: 409, body: "in progress"}, ok200)
+				req := newRequest(t, t.Context(), "POST", "https://api.example/", nil)
+				if tt.set != "" {
+					req.Header.Set(tt.set, "k-1")
+				}
+				resp, err := heed.New(rt, heed.WithPolicy(exact(heed.Policy{KeyHeader: "X-Request-Key"}))).RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, 200, resp.StatusCode)
+				assert.Len(t, rt.requests(), 2)
+			})
+		})
+	}
+}
+
+// Every vendor rule of "Default classes" has a fixture in httptest_fixtures
+// that shows it.
+func TestDesignVendorRulesHaveFixtures(t *testing.T) {
+	type fixture struct {
+		name string
+		resp *http.Response
+		body string
+		v    heed.Verdict
+	}
+	var all []fixture
+	for _, name := range fixtureNames(t) {
+		tc, ok := fixtureCases[name]
+		require.True(t, ok, name)
+		resp := loadFixture(t, name)
+		v := heed.DefaultClassifier(tc.request(t, t.Context()), resp, nil)
+		all = append(all, fixture{name, resp, readBody(t, resp), v})
+	}
+	h := func(f fixture, k string) string { return f.resp.Header.Get(k) }
+	rules := []struct {
+		name  string
+		shows func(f fixture) bool
+	}{
+		{"OpenAI insufficient_quota: Terminal", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && strings.Contains(f.body, "insufficient_quota") && f.v.Class == heed.Terminal
+		}},
+		{"problem type quota-exceeded with no reset: Terminal", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && strings.Contains(f.body, "quota-exceeded") && f.v.Class == heed.Terminal
+		}},
+		{"problem type quota-exceeded with a reset: Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && strings.Contains(f.body, "quota-exceeded") && f.v.Class == heed.Throttled
+		}},
+		{"529 overloaded: Throttled", func(f fixture) bool { return f.resp.StatusCode == 529 && f.v.Class == heed.Throttled }},
+		{"403 with Retry-After: Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 403 && h(f, "Retry-After") != "" && f.v.Class == heed.Throttled
+		}},
+		{"403 with X-RateLimit-Remaining: 0 (GitHub): Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 403 && h(f, "Retry-After") == "" && h(f, "X-RateLimit-Remaining") == "0" && f.v.Class == heed.Throttled
+		}},
+		{"409 with an idempotency key: Transient", func(f fixture) bool { return f.resp.StatusCode == 409 && f.v.Class == heed.Transient }},
+		{"Stripe-Should-Retry: false: Terminal", func(f fixture) bool {
+			return strings.EqualFold(h(f, "Stripe-Should-Retry"), "false") && f.v.Class == heed.Terminal
+		}},
+		{"should-retry: true makes a failure Transient", func(f fixture) bool {
+			return (strings.EqualFold(h(f, "Stripe-Should-Retry"), "true") || strings.EqualFold(h(f, "X-Should-Retry"), "true")) && f.v.Class == heed.Transient
+		}},
+		{"x-should-retry: false: Terminal", func(f fixture) bool {
+			return strings.EqualFold(h(f, "X-Should-Retry"), "false") && f.v.Class == heed.Terminal
+		}},
+	}
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			var hits []string
+			for _, f := range all {
+				if r.shows(f) {
+					hits = append(hits, f.name)
+				}
+			}
+			assert.NotEmpty(t, hits)
+		})
+	}
 }
