@@ -42,3 +42,72 @@ func TestLogOneLinePerDecision(t *testing.T) {
 		assert.Equal(t, zapcore.DebugLevel, entries[2].Level)
 	})
 }
+
+// designLogPaths are RoundTrips that end in each kind of decision.
+var designLogPaths = []struct {
+	name     string
+	method   string
+	deadline time.Duration
+	hold     time.Duration
+	replies  []reply
+	ops      []string
+}{
+	{"deliver", "GET", 0, 0, []reply{ok200}, []string{"deliver"}},
+	{"give up", "POST", 0, 0, []reply{boom500}, []string{"give up"}},
+	{"defer", "GET", 5 * time.Second, 0, []reply{tooMany("Retry-After", "120")}, []string{"defer"}},
+	{"gate wait then deliver", "GET", 0, 3 * time.Second, []reply{ok200}, []string{"gate wait", "deliver"}},
+	{"retry then terminal", "GET", 0, 0, []reply{tooMany("Retry-After", "1"), {status: 401}}, []string{"retry", "deliver"}},
+}
+
+func TestDesignLogOneLinePerDecision(t *testing.T) {
+	for _, p := range designLogPaths {
+		t.Run(p.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				log, logs := observed()
+				gate := heed.NewGate()
+				if p.hold > 0 {
+					require.NoError(t, gate.Hold(t.Context(), "api.example", time.Now().Add(p.hold)))
+				}
+				ctx := withDeadline(t, t.Context(), p.deadline)
+				resp, _ := heed.New(script(p.replies...), heed.WithLogger(log), heed.WithGate(gate), heed.WithPolicy(exact(heed.Policy{}))).
+					RoundTrip(newRequest(t, ctx, p.method, "https://api.example/", nil))
+				if resp != nil {
+					resp.Body.Close()
+				}
+				var ops []string
+				for _, e := range logs.All() {
+					ops = append(ops, e.ContextMap()["op"].(string))
+				}
+				assert.Equal(t, p.ops, ops)
+			})
+		})
+	}
+}
+
+func TestDesignLogKeysOnEveryLine(t *testing.T) {
+	keys := []string{"op", "route", "attempt", "status", "class", "reason", "wait", "retry_at", "left"}
+	for _, p := range designLogPaths {
+		t.Run(p.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				log, logs := observed()
+				gate := heed.NewGate()
+				if p.hold > 0 {
+					require.NoError(t, gate.Hold(t.Context(), "api.example", time.Now().Add(p.hold)))
+				}
+				ctx := withDeadline(t, t.Context(), p.deadline)
+				resp, _ := heed.New(script(p.replies...), heed.WithLogger(log), heed.WithGate(gate), heed.WithPolicy(exact(heed.Policy{}))).
+					RoundTrip(newRequest(t, ctx, p.method, "https://api.example/", nil))
+				if resp != nil {
+					resp.Body.Close()
+				}
+				require.NotEmpty(t, logs.All())
+				for _, e := range logs.All() {
+					m := e.ContextMap()
+					for _, k := range keys {
+						assert.Contains(t, m, k, "line %q", m["op"])
+					}
+				}
+			})
+		})
+	}
+}
