@@ -427,3 +427,176 @@ func TestGetBodyFailureWithALongResponse(t *testing.T) {
 		assert.Equal(t, 1, rt.bodies[0].closes(), "the long response was closed")
 	})
 }
+
+func TestDesignCloneFromTheSecondAttempt(t *testing.T) {
+	tests := []struct {
+		name string
+		body func() io.Reader
+	}{
+		{"no body", func() io.Reader { return nil }},
+		{"GetBody", func() io.Reader { return strings.NewReader("payload") }},
+		{"buffered", func() io.Reader { return io.MultiReader(strings.NewReader("payload")) }},
+		{"ReaderAt", func() io.Reader { return &readerAtBody{Reader: strings.NewReader("payload")} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(boom500, boom500, ok200)
+				req := newRequest(t, t.Context(), "PUT", "https://api.example/x", tt.body())
+				resp, err := heed.New(rt, heed.WithPolicy(exact(heed.Policy{}))).RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				s := rt.requests()
+				require.Len(t, s, 3)
+				for i := 1; i < len(s); i++ {
+					assert.NotSame(t, req, s[i].req, "attempt %d is a clone", i+1)
+					assert.NotSame(t, s[i-1].req, s[i].req, "attempt %d is a fresh clone", i+1)
+					if s[i].req.Body != nil && s[i].req.Body != http.NoBody {
+						assert.True(t, s[i-1].req.Body != s[i].req.Body, "attempt %d has a fresh body", i+1)
+					}
+					if tt.name != "no body" {
+						assert.Equal(t, "payload", string(s[i].body))
+					}
+				}
+			})
+		})
+	}
+}
+
+// The caller's body is closed exactly once, before RoundTrip returns, on
+// the paths body_test.go leaves out.
+func TestDesignBodyClosedOnceOnEveryPath(t *testing.T) {
+	big := strings.Repeat("b", heed.DefaultBodyBuffer+10)
+	kinds := []struct {
+		name string
+		make func(ctx context.Context, method string) (*http.Request, func() int)
+	}{
+		{"buffered", func(ctx context.Context, m string) (*http.Request, func() int) {
+			b := newCloseCounter("small body")
+			r, _ := http.NewRequestWithContext(ctx, m, "https://api.example/up", b)
+			return r, b.closes
+		}},
+		{"past the bound", func(ctx context.Context, m string) (*http.Request, func() int) {
+			b := newCloseCounter(big)
+			r, _ := http.NewRequestWithContext(ctx, m, "https://api.example/up", b)
+			return r, b.closes
+		}},
+		{"GetBody", func(ctx context.Context, m string) (*http.Request, func() int) {
+			b := newCloseCounter("with getbody")
+			r, _ := http.NewRequestWithContext(ctx, m, "https://api.example/up", b)
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("with getbody")), nil }
+			return r, b.closes
+		}},
+		{"ReaderAt", func(ctx context.Context, m string) (*http.Request, func() int) {
+			b := &readerAtBody{Reader: strings.NewReader("reader at")}
+			r, _ := http.NewRequestWithContext(ctx, m, "https://api.example/up", b)
+			return r, b.closes
+		}},
+	}
+	paths := []struct {
+		name     string
+		method   string
+		policy   heed.Policy
+		hold     time.Duration // the gate is held this long first
+		cancelAt time.Duration // the context is canceled then
+		cancelIn bool          // the context is canceled during the first send
+		replies  []reply
+	}{
+		{"terminal response", "PUT", heed.Policy{}, 0, 0, false, []reply{{status: 401, body: "no"}}},
+		{"give up: not replay-safe", "POST", heed.Policy{}, 0, 0, false, []reply{boom500}},
+		{"give up: context done after the send", "PUT", heed.Policy{}, 0, 0, true, []reply{boom500}},
+		{"context ends during the sleep", "PUT", heed.Policy{}, 0, 3 * time.Second, false, []reply{tooMany("Retry-After", "10")}},
+		{"context ends during a gate wait", "PUT", heed.Policy{}, 10 * time.Second, 3 * time.Second, false, []reply{ok200}},
+		{"retry budget refuses", "PUT", heed.Policy{Budget: heed.Budget{Ratio: -1, MinPerSecond: -1}}, 0, 0, false, []reply{boom500}},
+		{"transport errors until attempts are used up", "PUT", heed.Policy{MaxAttempts: 3}, 0, 0, false, []reply{{err: refuseErr}}},
+	}
+	for _, k := range kinds {
+		for _, p := range paths {
+			t.Run(k.name+"/"+p.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ctx, cancel := context.WithCancel(t.Context())
+					defer cancel()
+					if p.cancelAt > 0 {
+						time.AfterFunc(p.cancelAt, cancel)
+					}
+					gate := heed.NewGate()
+					if p.hold > 0 {
+						require.NoError(t, gate.Hold(t.Context(), "api.example", time.Now().Add(p.hold)))
+					}
+					rt := script(p.replies...)
+					if p.cancelIn {
+						rt.before = func(*http.Request) { cancel() }
+					}
+					req, closes := k.make(ctx, p.method)
+					resp, _ := heed.New(rt, heed.WithPolicy(exact(p.policy)), heed.WithGate(gate)).RoundTrip(req)
+					assert.Equal(t, 1, closes(), "closed once before RoundTrip returns")
+					if resp != nil {
+						resp.Body.Close()
+					}
+				})
+			})
+		}
+	}
+}
+
+// With MaxAttempts 1 and a KeyHeader, a POST's body is still closed once.
+func TestDesignBodyClosedOnceSingleAttemptWithKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newCloseCounter("payload")
+		req := newRequest(t, t.Context(), "POST", "https://api.example/x", b)
+		rt := script(ok200)
+		resp, err := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1, KeyHeader: "Idempotency-Key"})).RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Len(t, rt.requests(), 1)
+		assert.Len(t, rt.requests()[0].header.Get("Idempotency-Key"), 36)
+		assert.Equal(t, 1, b.closes())
+	})
+}
+
+// nil, NoBody, GetBody and an io.ReaderAt of known size replay without
+// being buffered: the buffer bound does not apply to them.
+func TestDesignBodiesReplayWithoutBuffering(t *testing.T) {
+	payload := strings.Repeat("p", 100)
+	path := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(path, []byte(payload), 0o600))
+	tests := []struct {
+		name   string
+		body   func(t *testing.T) io.Reader
+		want   string
+		replay bool
+	}{
+		{"nil", func(*testing.T) io.Reader { return nil }, "", true},
+		{"NoBody", func(*testing.T) io.Reader { return http.NoBody }, "", true},
+		{"GetBody", func(*testing.T) io.Reader { return strings.NewReader(payload) }, payload, true},
+		{"ReaderAt of known size", func(*testing.T) io.Reader { return &readerAtBody{Reader: strings.NewReader(payload)} }, payload, true},
+		{"*os.File", func(t *testing.T) io.Reader {
+			f, err := os.Open(path)
+			require.NoError(t, err)
+			return f
+		}, payload, true},
+		{"other body past the bound (control)", func(*testing.T) io.Reader { return io.MultiReader(strings.NewReader(payload)) }, payload, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := tt.body(t)
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(boom500, ok200)
+				tr := heed.New(rt, heed.WithBodyBuffer(4), heed.WithPolicy(exact(heed.Policy{})))
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "PUT", "https://api.example/", body))
+				require.NoError(t, err)
+				resp.Body.Close()
+				s := rt.requests()
+				if !tt.replay {
+					require.Len(t, s, 1)
+					assert.Equal(t, tt.want, string(s[0].body), "sent once, whole")
+					return
+				}
+				require.Len(t, s, 2)
+				for _, r := range s {
+					assert.Equal(t, tt.want, string(r.body))
+				}
+			})
+		})
+	}
+}
