@@ -464,7 +464,7 @@ func TestDesignCloneFromTheSecondAttempt(t *testing.T) {
 }
 
 // The caller's body is closed exactly once, before RoundTrip returns, on
-// the paths body_test.go leaves out.
+// the paths the other tests of this file leave out.
 func TestDesignBodyClosedOnceOnEveryPath(t *testing.T) {
 	big := strings.Repeat("b", heed.DefaultBodyBuffer+10)
 	kinds := []struct {
