@@ -7,8 +7,8 @@
 // One request's path through the package, attempt by attempt:
 //
 //   - The gate (admit.go, gate.go, infer.go): the attempt waits while its
-//     scope is held, or takes one of the scope's published or inferred
-//     sends.
+//     scope is held, or while the scope's published or inferred quota is
+//     spent; else it is counted against that quota and goes on.
 //   - The limits (known.go, adaptive.go): it keeps to the rate and the
 //     sends in flight the caller knows of, and to the pace learned from
 //     throttles.
