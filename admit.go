@@ -24,7 +24,7 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		if now.IsZero() {
 			now = time.Now()
 		}
-		if pace := rt.limiter.wait(now); pace > 0 {
+		if pace := rt.local.limiter.wait(now); pace > 0 {
 			if err := rt.waitToSend(attempt, now, pace, pace, reasonPacing, "pacing", zapcore.DebugLevel); err != nil {
 				return now, err
 			}
@@ -102,16 +102,26 @@ func (rt *roundTrip) waitToSend(attempt int, now time.Time, base, wait time.Dura
 	if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
 		return rt.deferred(&d, attempt-1)
 	}
-	// The scope's waiting line is bounded: one more defers at once.
-	if n := rt.local.waiting.Add(1); n > int64(p.maxWaiting) {
-		rt.local.waiting.Add(-1)
-		d.verdict.Reason = reasonQueueFull
-		return rt.deferred(&d, attempt-1)
+	if err := rt.joinLine(&d, attempt, level); err != nil {
+		return err
 	}
 	defer rt.local.waiting.Add(-1)
-	d.op = opGateWait
-	rt.decide(level, &d)
 	return rules.Sleep(rt.ctx, wait)
+}
+
+// joinLine puts attempt in its scope's waiting line and logs the wait d at
+// level, or returns a *DeferredError, with nothing more sent, when the line
+// is full: the scope's waiting line is bounded by Policy.MaxWaiting. The
+// caller leaves the line (waiting.Add(-1)) when its wait ends.
+func (rt *roundTrip) joinLine(d *decision, attempt int, level zapcore.Level) error {
+	if n := rt.local.waiting.Add(1); n > int64(rt.p.maxWaiting) {
+		rt.local.waiting.Add(-1)
+		d.verdict.Reason = reasonQueueFull
+		return rt.deferred(d, attempt-1)
+	}
+	d.op = opGateWait
+	rt.decide(level, d)
+	return nil
 }
 
 // waitDecision describes a wait of attempt before it is sent, decided at

@@ -177,14 +177,10 @@ func (rt *roundTrip) passLimit(attempt int, now time.Time) (time.Time, error) {
 		if !fits(exp) {
 			return now, rt.deferred(&d, attempt-1)
 		}
-		if n := rt.local.waiting.Add(1); n > int64(p.maxWaiting) {
-			rt.local.waiting.Add(-1)
-			d.verdict.Reason = reasonQueueFull
-			return now, rt.deferred(&d, attempt-1)
+		if err := rt.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
+			return now, err
 		}
 		defer rt.local.waiting.Add(-1)
-		d.op = opGateWait
-		rt.decide(zapcore.DebugLevel, &d)
 	}
 	// Wait for a slot as long as the time left allows, past the estimate.
 	var bound time.Duration

@@ -367,3 +367,44 @@ func TestLimitKeepsAnUpgradedBodyWritable(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitingLineBoundsTheInFlightCap: behind a Limit's InFlight cap, too,
+// at most MaxWaiting RoundTrips of a scope wait; the rest defer at once.
+func TestWaitingLineBoundsTheInFlightCap(t *testing.T) {
+	for _, bound := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint(bound), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				inner := &slowRT{took: time.Second}
+				tr := heed.New(inner, heed.WithPolicy(heed.Policy{MaxAttempts: 1, MaxWaiting: bound, Limit: heed.Limit{InFlight: 1}}))
+				const n = 6
+				errs := make(chan error, n)
+				for i := range n {
+					go func() {
+						resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", fmt.Sprintf("https://api.example/v1/x/%d", i), nil))
+						if err == nil {
+							resp.Body.Close()
+						}
+						errs <- err
+					}()
+					synctest.Wait() // one at a time, in order
+				}
+				var served, full int
+				for range n {
+					var de *heed.DeferredError
+					switch err := <-errs; {
+					case err == nil:
+						served++
+					case errors.As(err, &de) && de.Reason == "queue full":
+						assert.Equal(t, 0, de.Attempts)
+						full++
+					default:
+						t.Errorf("unexpected error: %v", err)
+					}
+				}
+				assert.Equal(t, 1+bound, served, "one in flight and the waiting line")
+				assert.Equal(t, n-1-bound, full)
+				assert.Equal(t, int32(1+bound), inner.sends.Load())
+			})
+		})
+	}
+}

@@ -149,23 +149,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.policyFor(req)
 	ctx := req.Context()
 	start := time.Now()
-	b := rules.NewBudget(ctx, start, p.maxElapsed)
-	scope := p.scope
-	if p.scopeFor != nil {
-		if s := scopeFor(p.scopeFor, req); s != "" {
-			scope = s
-		}
-	}
-	if scope == "" {
-		scope = req.URL.Host
-		if scope == "" {
-			scope = req.Host
-		}
-	}
-
-	local, retries, known := t.scope(p, scope)
-	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: b, scope: scope, retries: retries, local: local, limiter: &local.limiter, known: known}
-	rt.retries.first(start)
+	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: rules.NewBudget(ctx, start, p.maxElapsed)}
 	if p.maxAttempts > 1 {
 		body, err := prepareBody(req, t.bodyBound)
 		if err != nil {
@@ -178,7 +162,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			rt.body.orig = nil
 		}
 	}
-	defer rt.body.close()
+	// From here the body is the RoundTrip's to close, and a Limit slot to
+	// give back, on every path, a panic's included.
+	defer rt.end()
+
+	rt.scope = p.scope
+	if p.scopeFor != nil {
+		if s := p.scopeFor(req); s != "" {
+			rt.scope = s
+		}
+	}
+	if rt.scope == "" {
+		rt.scope = req.URL.Host
+		if rt.scope == "" {
+			rt.scope = req.Host
+		}
+	}
+	rt.local, rt.retries, rt.known = t.scope(p, rt.scope)
+	rt.retries.first(start)
 
 	if p.keyHeader != "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && req.Header.Get(p.keyHeader) == "" {
 		rt.newKey = newIdempotencyKey()
@@ -186,34 +187,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rt.run(start)
 }
 
-// send hands req to the inner transport. Should that panic (or an observer
-// called from the wire check), the send's Limit slot is given back first,
-// so that no place is lost for good.
-func (rt *roundTrip) send(req *http.Request) (*http.Response, error) {
-	if rt.slotAt.IsZero() {
-		return rt.t.next.RoundTrip(req)
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			rt.releaseSlot(nil)
-			panic(v)
-		}
-	}()
-	return rt.t.next.RoundTrip(req)
-}
-
-// scopeFor calls f for req; should f panic, it closes req's body first, as
-// a RoundTrip closes it on every path, and panics on.
-func scopeFor(f func(*http.Request) string, req *http.Request) string {
-	defer func() {
-		if v := recover(); v != nil {
-			if req.Body != nil {
-				req.Body.Close()
-			}
-			panic(v)
-		}
-	}()
-	return f(req)
+// end closes the caller's body unless the inner transport has it, and gives
+// back a Limit slot still held, as when the inner transport panicked.
+func (rt *roundTrip) end() {
+	rt.body.close()
+	rt.releaseSlot(nil)
 }
 
 // roundTrip is the state of one RoundTrip call.
@@ -225,7 +203,6 @@ type roundTrip struct {
 	deadline rules.Budget // the time this RoundTrip may spend
 	retries  *retryBudget // the scope's retry budget; nil: none
 	local    *scopeLocal  // what this Transport keeps of the scope
-	limiter  *adaptive    // the scope's adaptive rate limiter
 	known    *known       // the policy's Limit in the scope; nil: none
 	slotAt   time.Time    // when the current send took a Limit slot; zero: none
 	scope    string
@@ -262,16 +239,16 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			return rt.replayFailed(attempt, err)
 		}
 		rt.kept = nil
-		rt.limiter.sent(sent)
+		rt.local.limiter.sent(sent)
 		send, check := rt.wired(out, attempt, sent)
-		resp, err := rt.send(send)
+		resp, err := rt.t.next.RoundTrip(send)
 		if check != nil {
 			var de *DeferredError
 			if resp, de = check.finish(resp, err); de != nil {
 				// Deferred before a byte of it was written.
 				rt.done(nil, sent, false)
 				rt.releaseSlot(nil)
-				rt.limiter.release(time.Now(), sent)
+				rt.local.limiter.release(time.Now(), sent)
 				return nil, de
 			}
 		}
@@ -294,7 +271,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
-			rt.limiter.release(time.Now(), sent)
+			rt.local.limiter.release(time.Now(), sent)
 			d.op = opDeliver
 			rt.decide(levelFor(v.Class), &d)
 			return resp, err
@@ -314,7 +291,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && hinted {
 			rt.hold(now, hint)
 		}
-		rt.limiter.answered(now, sent, v.Class == Throttled, hint)
+		rt.local.limiter.answered(now, sent, v.Class == Throttled, hint)
 		switch {
 		case attempt >= p.maxAttempts:
 			return rt.giveUp(&d, "attempts used up", resp, err)
