@@ -27,7 +27,12 @@ type adaptive struct {
 	inflight atomic.Int64 // sends gone and not yet answered
 	fillRate float64      // sends a second
 	capacity float64
-	tokens   float64
+	// Tokens are numbered: issued have been handed out, granted have come
+	// in, and a send holding token k may go once granted ≥ k. Tokens left
+	// are granted − issued, at most capacity; waiting sends are issued −
+	// granted.
+	issued   float64
+	granted  float64
 	lastFill time.Time
 
 	// measured send rate, in half-second buckets, smoothed
@@ -41,6 +46,12 @@ type adaptive struct {
 	lastMax      float64 // the rate when last throttled
 	lastThrottle time.Time
 	k            float64 // seconds for the cubic to climb back to lastMax
+
+	sends     int64 // sends gone, ever
+	throttles int64 // answers throttled, ever
+
+	long bool    // the last throttle that set the pace had a hint of a second or more
+	rel  release // the rule for such hints (release.go)
 }
 
 // paceHintLimit is the shortest hint that the gate alone answers: a
@@ -56,36 +67,70 @@ const (
 	adaptiveBucket  = 2   // measured-rate buckets a second
 )
 
-// wait returns how long a send must wait for a token; 0 when it may go.
-// It takes nothing: sent does, when the send goes.
-func (a *adaptive) wait(now time.Time) time.Duration {
+// reserve takes a token for a send about to go at now, and returns it
+// and how long the send must wait for it: 0 when it may go at once. Sends
+// that reserve together go one token apart, in turn, not at one instant.
+// A send told to wait asks due again after at most paceRecheck, since a
+// rate that climbs meanwhile brings its token sooner; one that does not
+// go after all gives its token back with cancel.
+func (a *adaptive) reserve(now time.Time) (float64, time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.enabled {
+		return 0, 0
+	}
+	a.begin(now)
+	a.refill(now)
+	a.issued++
+	return a.issued, a.until(a.issued)
+}
+
+// due returns how long the send holding token k must still wait at now.
+func (a *adaptive) due(k float64, now time.Time) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.enabled {
 		return 0
 	}
+	a.begin(now)
 	a.refill(now)
-	if a.tokens >= 1 {
-		return 0
-	}
-	return time.Duration(math.Ceil((1 - a.tokens) / a.fillRate * float64(time.Second)))
+	return a.until(k)
 }
 
-// sent records a send going out: it takes a token and counts the send.
+// until is the wait for token k at the current rate.
+func (a *adaptive) until(k float64) time.Duration {
+	if a.granted >= k {
+		return 0
+	}
+	return time.Duration(math.Ceil((k - a.granted) / a.fillRate * float64(time.Second)))
+}
+
+// cancel gives back a token whose send does not go: the next one comes a
+// token sooner.
+func (a *adaptive) cancel() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.enabled {
+		a.granted = math.Min(a.granted+1, a.issued+a.capacity)
+	}
+}
+
+// paceRecheck is the longest a paced send sleeps before it asks again
+// whether its token has come.
+const paceRecheck = 50 * time.Millisecond
+
+// sent records a send going out at now.
 func (a *adaptive) sent(now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.measure(now)
+	a.sends++
 	a.inflight.Add(1)
-	if a.enabled {
-		a.refill(now)
-		a.tokens--
-	}
 }
 
 func (a *adaptive) refill(now time.Time) {
 	if d := now.Sub(a.lastFill).Seconds(); d > 0 {
-		a.tokens = math.Min(a.capacity, a.tokens+d*a.fillRate)
+		a.granted = math.Min(a.issued+a.capacity, a.granted+d*a.fillRate)
 	}
 	a.lastFill = now
 }
@@ -110,25 +155,38 @@ func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Durat
 	others := a.inflight.Add(-1)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if throttled {
+		a.throttles++
+	}
 	// A lone caller, one send at a time, makes no herd: the server's hints
 	// pace it. The limiter starts when a throttle comes while other sends
 	// of the scope are in flight.
 	if !a.enabled && (!throttled || others <= 0) {
 		return
 	}
-	// A hint of a second or more names the instant capacity returns, as
-	// a fixed window's does: the gate holds the scope until then, and
-	// pacing below the rate the scope had would only leave the next
-	// window part unused. Such a throttle counts as no throttle here.
-	if throttled && hint >= paceHintLimit {
-		throttled = false
-		if !a.enabled {
-			return
-		}
-	}
+	long := hint >= paceHintLimit
 	if throttled && a.enabled && !sent.After(a.lastThrottle) {
 		return
 	}
+	// A hint of a second or more is the release's (release.go); the
+	// other throttles, and every answer while the last throttle was not
+	// such, are the cubic's.
+	if throttled && long {
+		if !a.enabled {
+			a.enabled, a.lastFill = true, now
+			a.active.Store(true)
+			a.rel.epStart = a.first
+			a.rel.epServed = float64(a.sends - a.inflight.Load() - a.throttles)
+		}
+		a.long, a.lastThrottle = true, now
+		a.releaseThrottled(now, sent, hint)
+		return
+	}
+	if !throttled && a.long {
+		a.releaseServed(now, sent)
+		return
+	}
+	a.long = false
 	var rate float64
 	if throttled {
 		base := a.measured
@@ -151,7 +209,7 @@ func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Durat
 			a.floor = adaptiveMinRate
 		}
 		if !a.enabled {
-			a.enabled, a.tokens, a.lastFill = true, 0, now
+			a.enabled, a.granted, a.lastFill = true, a.issued, now
 			a.active.Store(true)
 		}
 	} else {
@@ -161,7 +219,7 @@ func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Durat
 	a.refill(now)
 	a.fillRate = math.Max(rate, math.Max(a.floor, adaptiveMinRate))
 	a.capacity = math.Max(rate, 1)
-	a.tokens = math.Min(a.tokens, a.capacity)
+	a.granted = math.Min(a.granted, a.issued+a.capacity)
 }
 
 // measure counts one send into the smoothed send rate: sends per half

@@ -107,16 +107,19 @@ func TestAdaptiveLeavesALoneCallerToTheHints(t *testing.T) {
 	})
 }
 
-// waitAndSend is wait, then sent when the send may go: what a RoundTrip does.
+// waitAndSend is reserve, then sent when the send may go at once; a send
+// told to wait gives its token back, to ask again later.
 func (a *adaptive) waitAndSend(now time.Time) time.Duration {
-	w := a.wait(now)
+	_, w := a.reserve(now)
 	if w == 0 {
 		a.sent(now)
+	} else {
+		a.cancel()
 	}
 	return w
 }
 
-func TestAdaptiveLeavesLongHintsToTheGate(t *testing.T) {
+func TestAdaptiveReleasesTheBurstAfterALongHint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a adaptive
 		sent := time.Now()
@@ -124,14 +127,54 @@ func TestAdaptiveLeavesLongHintsToTheGate(t *testing.T) {
 			a.waitAndSend(sent)
 		}
 		time.Sleep(10 * time.Millisecond)
-		for range 16 {
-			a.answered(time.Now(), sent, true, time.Second) // a window's "come back in 1s"
+		for range 6 {
+			a.release(time.Now(), sent) // served
 		}
-		assert.False(t, a.enabled, "the gate holds the scope until the instant; no pacing below it")
-		for range 16 {
-			a.waitAndSend(time.Now())
+		for range 10 {
+			a.answered(time.Now(), sent, true, time.Second) // "come back in 1s"
 		}
-		a.answered(time.Now(), time.Now(), true, 10*time.Millisecond)
-		assert.True(t, a.enabled, "a short hint from a herd starts the pacing")
+		assert.True(t, a.enabled, "a herd throttled with a long hint is paced at the reopen")
+		assert.True(t, a.long)
+		time.Sleep(time.Second)
+		// At the reopen, the 6 the server served at once go at once; the
+		// seventh waits for the pace.
+		for i := range 6 {
+			assert.Zero(t, a.waitAndSend(time.Now()), "send %d of the burst", i+1)
+		}
+		assert.Positive(t, a.waitAndSend(time.Now()))
 	})
+}
+
+func TestReleaseFit(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(rate float64, n int, from time.Duration) []time.Time {
+		var ts []time.Time
+		for i := range n {
+			ts = append(ts, t0.Add(from+time.Duration(float64(i)/rate*float64(time.Second))))
+		}
+		return ts
+	}
+	for _, tc := range []struct {
+		name   string
+		burst  float64
+		served []time.Time
+		end    time.Duration
+		fit    float64 // within 10 %
+	}{
+		// A bucket of 10 refilling at 100/s, paced at 200/s from full:
+		// empty after 0.1 s, 20 sends.
+		{"bucket 100/s", 10, at(200, 20, 0), 100 * time.Millisecond, 100},
+		{"bucket 40/s", 5, at(80, 10, 0), 125 * time.Millisecond, 40},
+		// A window of 40 let go at once: nothing past the burst.
+		{"window", 40, at(10000, 40, 0), 250 * time.Millisecond, 0},
+		// Spans shorter than releaseMinSpan teach nothing.
+		{"too short", 2, at(1000, 20, 0), 20 * time.Millisecond, 0},
+		// Served sends after the refused one do not count.
+		{"after the refusal", 10, append(at(200, 20, 0), at(1000, 50, 200*time.Millisecond)...), 100 * time.Millisecond, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := release{burst: tc.burst, served: tc.served}
+			assert.InDelta(t, tc.fit, r.fit(t0.Add(tc.end)), 0.1*tc.fit+0.01)
+		})
+	}
 }

@@ -20,16 +20,20 @@ import (
 // called, if the caller has it.
 func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := rt.p
+	paced := false // holds a pacing token
 	for {
 		if now.IsZero() {
 			now = time.Now()
 		}
-		if pace := rt.local.limiter.wait(now); pace > 0 {
-			if err := rt.waitToSend(attempt, now, pace, pace, reasonPacing, "pacing", zapcore.DebugLevel); err != nil {
+		if !paced {
+			paced = true
+			waited, err := rt.pace(attempt, now)
+			if err != nil {
 				return now, err
 			}
-			now = time.Time{}
-			continue
+			if waited {
+				now = time.Now()
+			}
 		}
 		var nb time.Time
 		var err error
@@ -86,11 +90,53 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 			spread = min(base/50, maxGateSpread)
 		}
 		wait := base + rules.RandUpTo(spread)
+		if paced {
+			// The token goes back for a send that can use it now; this one
+			// takes another after its wait.
+			rt.local.limiter.cancel()
+			paced = false
+		}
 		if err := rt.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level); err != nil {
 			return now, err
 		}
 		now = time.Time{}
 	}
+}
+
+// pace waits for the scope's pacing token before attempt is sent, or
+// returns a *DeferredError, with nothing more sent, when the wait for it
+// does not fit; or the context's error if it ends first. It reports
+// whether it waited.
+func (rt *roundTrip) pace(attempt int, now time.Time) (bool, error) {
+	l := &rt.local.limiter
+	k, wait := l.reserve(now)
+	if wait == 0 {
+		return false, nil
+	}
+	p := rt.p
+	d := rt.waitDecision(attempt, now, wait, reasonPacing, "pacing")
+	if !rt.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, rt.took)) {
+		l.cancel()
+		return true, rt.deferred(&d, attempt-1)
+	}
+	if err := rt.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
+		l.cancel()
+		return true, err
+	}
+	defer rt.local.waiting.Add(-1)
+	for wait > 0 {
+		if err := rules.Sleep(rt.ctx, min(wait, paceRecheck)); err != nil {
+			l.cancel()
+			return true, err
+		}
+		now = time.Now()
+		if wait = l.due(k, now); wait > 0 && !rt.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, rt.took)) {
+			l.cancel()
+			d = rt.waitDecision(attempt, now, wait, reasonPacing, "pacing")
+			return true, rt.deferred(&d, attempt-1)
+		}
+	}
+	return true, nil
 }
 
 // waitToSend sleeps wait (base before any spread) before attempt is sent,

@@ -116,13 +116,15 @@ func TestInferredQuotaHerd(t *testing.T) {
 		assert.Zero(t, api.early, "never sent before a time the server named")
 	})
 	synctest.Test(t, func(t *testing.T) {
-		api := herd(t, heed.NewGate(), 40*20) // off by default
+		// Off by default: the Transport's paced release (release.go) spares
+		// the windows after the first few all the same, in process.
+		api := herd(t, heed.NewGate(), 40*20)
 		total := 0
 		for _, n := range api.refused {
 			total += n
 		}
 		t.Logf("429s without it: %d; by window: %v", total, api.refused)
-		assert.GreaterOrEqual(t, len(api.refused), 15, "throttled window after window")
+		assert.LessOrEqual(t, len(api.refused), 20/heed.InferProbe+3, "not throttled window after window")
 		assert.Zero(t, api.early)
 	})
 }

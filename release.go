@@ -1,0 +1,191 @@
+// The paced release: how the adaptive limiter paces a scope whose herd is
+// throttled with hints of a second or more, once each hold ends.
+
+package heed
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// release is the adaptive limiter's rule for hints of a second or more. A
+// whole-second hint does not say whether capacity returns whole at its end,
+// as a fixed window's does, or a few milliseconds after the throttle, as a
+// token bucket's that rounds its wait up to a second does. The release
+// treats either as a bucket of its own: a burst, what the server served at
+// once when the herd first ran into it, let go at each hold's end, and
+// then a rate. Against a window, the sends past the burst are refused at
+// once and the next hold ends with the window; against a bucket they are
+// served, and the rate doubles every releaseStep until a send is refused.
+// That overshoot fits the rate: the most the server was seen to serve
+// beyond its burst, over any span of the episode, is a rate it can take.
+// heed then paces just below it, and probes above it along a cubic.
+//
+// Every refusal under such a hint costs the scope a second that no client
+// honouring it may use, so the release spends few of them: one to learn the
+// burst, one to fit the rate, and one per probe. See docs/pacing.md.
+type release struct {
+	on     bool
+	fitted bool    // rate was fitted from an overshoot
+	burst  float64 // sends the server serves at once
+	// fitRate is the paced rate set at fitAt, from which it climbs.
+	fitRate float64
+	fitAt   time.Time
+
+	reopen   time.Time // the end of the last hold this rule set
+	epStart  time.Time // the current episode's first send, at or after reopen
+	epServed float64   // sends of this episode, sent before epRefused, served
+	// epRefused is when the episode's first refused send went, and half
+	// its round trip; zero: none yet. A send served after it was refilled,
+	// not part of a burst.
+	epRefused time.Time
+	// served holds when the episode's served sends went, the latest
+	// releaseKeep of them: what a fit is made from.
+	served []time.Time
+	// step is when the rate last doubled, stepServed how many paced sends
+	// (past the burst) were served since.
+	step       time.Time
+	stepServed int
+}
+
+// Release constants.
+const (
+	// releaseStep is how long an unfitted rate holds before it doubles,
+	// provided releaseStepSends paced sends were served meanwhile.
+	releaseStep      = 100 * time.Millisecond
+	releaseStepSends = 2
+	// releaseMinSpan is the shortest span a fit is made over: client-side
+	// timing is too coarse below it.
+	releaseMinSpan = 50 * time.Millisecond
+	// releaseMargin is the share of a fitted rate heed paces at.
+	releaseMargin = 0.9
+	// releaseProbe is how long after a fit the pace is back at the fitted
+	// rate's 1/releaseMargin, the rate the server took, and from when it
+	// probes past it.
+	releaseProbe = 8 * time.Second
+	// releaseKeep bounds the served sends an episode keeps for its fit.
+	releaseKeep = 256
+)
+
+// begin starts an episode with the first send after the hold, at now:
+// the burst is let go. Reservations made before the hold are forgotten.
+func (a *adaptive) begin(now time.Time) {
+	r := &a.rel
+	if !r.on || now.Before(r.reopen) || !r.epStart.Before(r.reopen) {
+		return
+	}
+	if r.epStart.Equal(a.first) {
+		// The first episode's served sends, late answers included, are
+		// the burst the server serves at once. The rate past it starts at
+		// twice what the cycle served.
+		r.burst = math.Max(r.epServed, 1)
+		a.capacity = r.burst
+		cycle := math.Max(r.reopen.Sub(r.epStart).Seconds(), releaseMinSpan.Seconds())
+		a.setRate(math.Max(a.fillRate, 2*r.burst/cycle))
+	}
+	r.epStart, r.epServed, r.epRefused, r.served = now, 0, time.Time{}, r.served[:0]
+	r.step, r.stepServed = now, 0
+	// Sends still waiting for a token from before the hold go first, as
+	// part of the burst.
+	a.granted, a.lastFill = math.Min(a.granted, a.issued)+a.capacity, now
+}
+
+// releaseServed accounts for a send of the scope served at now, sent at
+// sent, under the release rule.
+func (a *adaptive) releaseServed(now, sent time.Time) {
+	r := &a.rel
+	if sent.Before(r.epStart) || (!r.epRefused.IsZero() && !sent.Before(r.epRefused)) {
+		return
+	}
+	r.epServed++
+	if len(r.served) < releaseKeep {
+		r.served = append(r.served, sent)
+	} else {
+		copy(r.served, r.served[1:])
+		r.served[len(r.served)-1] = sent
+	}
+	if r.fitted {
+		t := now.Sub(r.fitAt).Seconds() / releaseProbe.Seconds()
+		a.setRate(r.fitRate * (1 + (1/releaseMargin-1)*t*t*t))
+		return
+	}
+	if r.epStart.Equal(a.first) || r.epServed <= r.burst {
+		return // the first episode, or the burst: nothing paced yet
+	}
+	r.stepServed++
+	if r.stepServed >= releaseStepSends && now.Sub(r.step) >= releaseStep {
+		a.setRate(2 * a.fillRate)
+		r.step, r.stepServed = now, 0
+	}
+}
+
+// releaseThrottled accounts for the first throttle of a burst of them, at
+// now, of a send made at sent, with hint, a second or more.
+func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
+	r := &a.rel
+	start := r.epStart
+	if !r.on {
+		start = a.first
+	}
+	reopen := now.Add(hint)
+	// What the episode's sends were served at over the whole cycle, hold
+	// included: a window's capacity over its period.
+	cycle := math.Max(reopen.Sub(start).Seconds(), releaseMinSpan.Seconds())
+	longRun := r.epServed / cycle
+	if !r.on {
+		r.on = true
+		r.burst = math.Max(r.epServed, 1)
+		a.capacity = r.burst
+		a.granted, a.lastFill = a.issued, now
+		a.setRate(2 * longRun)
+	} else if fit := r.fit(sent); fit > 0 {
+		r.fitted, r.fitAt = true, now
+		r.fitRate = math.Max(releaseMargin*fit, longRun)
+		a.setRate(r.fitRate)
+		// A bucket is let go half its burst at a reopen: the rest is
+		// slack for sends that arrive closer together than they went.
+		a.capacity = math.Max(r.burst/2, 1)
+	} else if r.epServed < a.capacity {
+		// Refused within the burst: the server took less at this reopen
+		// than at the first, and is let go no more at the next.
+		a.capacity = math.Max(r.epServed, 1)
+	} else {
+		// The burst was served, nothing past it: a window. The rate past
+		// the burst matters little, but not below what the window gives.
+		// Or a bucket whose rate is below the pace: halved at each such
+		// reopen, but not below what the cycle served.
+		a.setRate(math.Max(a.fillRate/2, longRun))
+		a.capacity = math.Min(2*a.capacity, r.burst)
+	}
+	// Sends that went up to halfway through the refused one's round trip
+	// may have reached the server before it.
+	r.reopen, r.epRefused = reopen, sent.Add(now.Sub(sent)/2)
+}
+
+// fit returns the highest rate, beyond the burst, at which the episode's
+// sends before t were served over a span of at least releaseMinSpan: for
+// a bucket holding no more than the burst, a rate it refills at. 0 when no
+// span shows one.
+func (r *release) fit(t time.Time) float64 {
+	ts := slices.Clone(r.served)
+	slices.SortFunc(ts, func(x, y time.Time) int { return x.Compare(y) })
+	n := 0
+	for n < len(ts) && ts[n].Before(t) {
+		n++
+	}
+	best := 0.0
+	for i := range n {
+		span := t.Sub(ts[i])
+		if span < releaseMinSpan {
+			break
+		}
+		best = math.Max(best, (float64(n-i)-r.burst)/span.Seconds())
+	}
+	return best
+}
+
+// setRate sets the limiter's fill rate, at least adaptiveMinRate.
+func (a *adaptive) setRate(rate float64) {
+	a.fillRate = math.Max(rate, adaptiveMinRate)
+}
