@@ -50,6 +50,8 @@ type adaptive struct {
 	sends     int64 // sends gone, ever
 	throttles int64 // answers throttled, ever
 
+	ceil ceiling // the learned cap on sends in flight (concurrency.go)
+
 	long bool    // the last throttle that set the pace had a hint of a second or more
 	rel  release // the rule for such hints (release.go)
 }
@@ -119,13 +121,14 @@ func (a *adaptive) cancel() {
 // whether its token has come.
 const paceRecheck = 50 * time.Millisecond
 
-// sent records a send going out at now.
-func (a *adaptive) sent(now time.Time) {
+// sent records a send going out at now, and returns its level: the sends
+// of the scope in flight, itself included.
+func (a *adaptive) sent(now time.Time) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.measure(now)
 	a.sends++
-	a.inflight.Add(1)
+	return a.inflight.Add(1)
 }
 
 func (a *adaptive) refill(now time.Time) {
@@ -137,9 +140,9 @@ func (a *adaptive) refill(now time.Time) {
 
 // release accounts for a send that ends without a throttle: delivered, or
 // deferred before it was written.
-func (a *adaptive) release(now, sent time.Time) {
+func (a *adaptive) release(now, sent time.Time, level int64) {
 	if a.active.Load() {
-		a.answered(now, sent, false, 0)
+		a.answered(now, sent, level, false, 0)
 		return
 	}
 	a.inflight.Add(-1) // all answered does when off
@@ -151,22 +154,35 @@ func (a *adaptive) release(now, sent time.Time) {
 // counts once. A throttle with a hint sets the pace to one send per hint,
 // the pace the server itself named; one without, to 0.7 of the rate the
 // scope was sending at.
-func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Duration) {
+//
+// A throttle with no hint that the learned cap takes (concurrency.go)
+// leaves the rate alone; answered then reports true, and the request waits
+// for a slot rather than backing off. level is the send's, from sent.
+func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hint time.Duration) bool {
 	others := a.inflight.Add(-1)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if throttled {
 		a.throttles++
+		if hint == 0 && others > 0 && a.ceil.refused(level, sent, now, &a.inflight) {
+			a.active.Store(true)
+			return true
+		}
+	} else if a.ceil.on.Load() {
+		a.ceil.answered(level, now.Sub(sent), now)
+	}
+	if a.ceil.on.Load() {
+		defer a.ceil.answer()
 	}
 	// A lone caller, one send at a time, makes no herd: the server's hints
 	// pace it. The limiter starts when a throttle comes while other sends
 	// of the scope are in flight.
 	if !a.enabled && (!throttled || others <= 0) {
-		return
+		return false
 	}
 	long := hint >= paceHintLimit
 	if throttled && a.enabled && !sent.After(a.lastThrottle) {
-		return
+		return false
 	}
 	// A hint of a second or more is the release's (release.go); the
 	// other throttles, and every answer while the last throttle was not
@@ -180,11 +196,11 @@ func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Durat
 		}
 		a.long, a.lastThrottle = true, now
 		a.releaseThrottled(now, sent, hint)
-		return
+		return false
 	}
 	if !throttled && a.long {
 		a.releaseServed(now, sent)
-		return
+		return false
 	}
 	a.long = false
 	var rate float64
@@ -220,6 +236,7 @@ func (a *adaptive) answered(now, sent time.Time, throttled bool, hint time.Durat
 	a.fillRate = math.Max(rate, math.Max(a.floor, adaptiveMinRate))
 	a.capacity = math.Max(rate, 1)
 	a.granted = math.Min(a.granted, a.issued+a.capacity)
+	return false
 }
 
 // measure counts one send into the smoothed send rate: sends per half

@@ -5,6 +5,7 @@
 package heed
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -225,4 +226,49 @@ func (rt *roundTrip) hold(now time.Time, hint time.Duration) {
 	if err := rt.t.gate.Hold(rt.ctx, rt.scope, until); err != nil {
 		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
+}
+
+// slots is a cap on sends in flight that sends wait in line for: a Limit's
+// InFlight (known.go) or the learned cap (concurrency.go).
+type slots interface {
+	// expected is how long a send asking for a slot now may wait; 0 when
+	// one is free.
+	expected() time.Duration
+	// acquire takes a slot, waiting at most d for one; it reports whether
+	// it got one, or returns the context's error.
+	acquire(ctx context.Context, d time.Duration) (bool, error)
+}
+
+// waitForSlot waits for a slot of line before attempt is sent, as long as
+// the time left allows, or returns a *DeferredError, with nothing sent, when
+// the expected wait (heed's estimate) does not fit, or no slot came in time.
+// source names the cap in the logs.
+func (rt *roundTrip) waitForSlot(attempt int, now time.Time, line slots, source string) (time.Time, error) {
+	p := rt.p
+	reserve := max(p.reserve, rt.took)
+	if exp := line.expected(); exp > 0 {
+		d := rt.waitDecision(attempt, now, exp, reasonConcurrency, source)
+		if !rt.deadline.Fits(now, exp, exp, p.maxWait, reserve) {
+			return now, rt.deferred(&d, attempt-1)
+		}
+		if err := rt.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
+			return now, err
+		}
+		defer rt.local.waiting.Add(-1)
+	}
+	bound := p.maxWait
+	if rt.deadline.Bound {
+		bound = min(bound, max(rt.deadline.End.Sub(now)-reserve, time.Nanosecond))
+	}
+	got, err := line.acquire(rt.ctx, bound)
+	if err != nil {
+		return now, err
+	}
+	now = time.Now()
+	if !got {
+		exp := max(line.expected(), time.Millisecond)
+		d := rt.waitDecision(attempt, now, exp, reasonConcurrency, source)
+		return now, rt.deferred(&d, attempt-1)
+	}
+	return now, nil
 }

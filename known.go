@@ -172,35 +172,9 @@ func (rt *roundTrip) passLimit(attempt int, now time.Time) (time.Time, error) {
 	if k.slots == nil {
 		return now, nil
 	}
-	if exp := k.expected(); exp > 0 {
-		d := rt.waitDecision(attempt, now, exp, reasonConcurrency, "limit")
-		if !fits(exp) {
-			return now, rt.deferred(&d, attempt-1)
-		}
-		if err := rt.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
-			return now, err
-		}
-		defer rt.local.waiting.Add(-1)
-	}
-	// Wait for a slot as long as the time left allows, past the estimate.
-	var bound time.Duration
-	if rt.deadline.Bound {
-		if bound = rt.deadline.End.Sub(now) - reserve; bound <= 0 {
-			bound = time.Nanosecond
-		}
-	}
-	if bound == 0 || bound > p.maxWait {
-		bound = p.maxWait
-	}
-	got, err := k.acquire(rt.ctx, bound)
+	now, err := rt.waitForSlot(attempt, now, k, "limit")
 	if err != nil {
 		return now, err
-	}
-	now = time.Now()
-	if !got {
-		exp := max(k.expected(), time.Millisecond)
-		d := rt.waitDecision(attempt, now, exp, reasonConcurrency, "limit")
-		return now, rt.deferred(&d, attempt-1)
 	}
 	rt.slotAt = now
 	return now, nil

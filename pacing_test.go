@@ -1,6 +1,7 @@
 package heed_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -38,6 +39,7 @@ type limitServer struct {
 	lim     limiter
 	latency time.Duration
 	hint    func(time.Duration) http.Header // the refusal's headers for a wait
+	door    bool                            // refusals are answered at once, not after latency
 
 	mu       sync.Mutex
 	refusals []refusal // the refusals delivered
@@ -66,7 +68,9 @@ func (s *limitServer) RoundTrip(r *http.Request) (*http.Response, error) {
 		s.refused++
 	}
 	s.mu.Unlock()
-	time.Sleep(s.latency)
+	if ok || !s.door {
+		time.Sleep(s.latency)
+	}
 	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}
 	if !ok {
 		resp.StatusCode = http.StatusTooManyRequests
@@ -143,6 +147,15 @@ type herdResult struct {
 // runHerd sends total GETs from workers goroutines through one Transport to
 // srv, in the bubble, and returns when the last one ended.
 func runHerd(t *testing.T, srv *limitServer, total, workers int, opts ...heed.Option) herdResult {
+	r := runHerdOn(t, srv, total, workers, opts...)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	r.served, r.refused, r.early = srv.served, srv.refused, srv.early
+	return r
+}
+
+// runHerdOn is runHerd for any server: the result counts the client's side.
+func runHerdOn(t *testing.T, srv http.RoundTripper, total, workers int, opts ...heed.Option) herdResult {
 	tr := heed.New(srv, opts...)
 	client := &http.Client{Transport: tr}
 	start := time.Now()
@@ -155,11 +168,15 @@ func runHerd(t *testing.T, srv *limitServer, total, workers int, opts ...heed.Op
 				require.NoError(t, err)
 				resp, err := client.Do(req)
 				if err != nil {
-					failed.Add(1)
+					if failed.Add(1) == 1 {
+						t.Logf("first failure: %v", err)
+					}
 					continue
 				}
 				if resp.StatusCode != http.StatusOK {
-					failed.Add(1)
+					if failed.Add(1) == 1 {
+						t.Logf("first failure: %s", resp.Status)
+					}
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
@@ -167,9 +184,7 @@ func runHerd(t *testing.T, srv *limitServer, total, workers int, opts ...heed.Op
 		})
 	}
 	wg.Wait()
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	return herdResult{wall: time.Since(start), failed: int(failed.Load()), served: srv.served, refused: srv.refused, early: srv.early}
+	return herdResult{wall: time.Since(start), failed: int(failed.Load())}
 }
 
 // TestPacingAfterWholeSecondHints: a token bucket that rounds its hint up
@@ -231,6 +246,153 @@ func TestPacingKeepsAWindowWhole(t *testing.T) {
 				assert.Zero(t, r.early)
 				assert.LessOrEqual(t, r.wall, ideal+ideal/20+100*time.Millisecond, "within 1.05× the windows, and a tenth of a second")
 				assert.LessOrEqual(t, r.refused, tc.workers+2*windows, "the first herd's refusals, then about one a window")
+			})
+		})
+	}
+}
+
+// inFlightServer serves at most limit requests at once, each in latency; one
+// more is refused at once with 429 and no hint.
+type inFlightServer struct {
+	limit   int64
+	latency time.Duration
+	now     atomic.Int64
+	served  atomic.Int64
+	refused atomic.Int64
+}
+
+func (s *inFlightServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}
+	if s.now.Add(1) > s.limit {
+		s.now.Add(-1)
+		s.refused.Add(1)
+		resp.StatusCode = http.StatusTooManyRequests
+		return resp, nil
+	}
+	time.Sleep(s.latency)
+	s.now.Add(-1)
+	s.served.Add(1)
+	return resp, nil
+}
+
+// TestPacingToAConcurrencyLimit: refusals that follow the sends in flight
+// are answered with fewer in flight, not with time: within 1.5× the ideal,
+// ceil(N/limit) rounds of the latency, at every parameter set.
+func TestPacingToAConcurrencyLimit(t *testing.T) {
+	for _, tc := range []struct {
+		limit          int64
+		latency        time.Duration
+		total, workers int
+	}{
+		{4, 50 * time.Millisecond, 200, 16},
+		{8, 50 * time.Millisecond, 300, 32},
+		{2, 200 * time.Millisecond, 60, 8},
+		{16, 20 * time.Millisecond, 600, 64},
+	} {
+		t.Run(fmt.Sprintf("%d in flight, %v", tc.limit, tc.latency), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &inFlightServer{limit: tc.limit, latency: tc.latency}
+				r := runHerdOn(t, srv, tc.total, tc.workers)
+				ideal := time.Duration((int64(tc.total)+tc.limit-1)/tc.limit) * tc.latency
+				t.Logf("%v against an ideal of %v (%.2f×), %d 429s, %d failed", r.wall, ideal, r.wall.Seconds()/ideal.Seconds(), srv.refused.Load(), r.failed)
+				assert.Zero(t, r.failed, "no request fails")
+				assert.Equal(t, int64(tc.total), srv.served.Load())
+				assert.LessOrEqual(t, r.wall, ideal*3/2, "within 1.5× the ideal")
+			})
+		})
+	}
+}
+
+// noHint is a refusal with no hint at all.
+func noHint(time.Duration) http.Header { return http.Header{} }
+
+// TestPacingASlowRateLimitIsNotACap: a slow token bucket that refuses with
+// no hint, in front of answers of a second or more, refuses sends at every
+// level in flight, and at first looks like a concurrency limit. The
+// learned cap must not fall to one send at a time, which takes 3.5 to 5.4×
+// the ideal, (N − burst)/rate plus one answer's time: the herd finishes
+// within 2× it. Refused at once, the cap learns from it; refused after the
+// answer's time, the cap leaves it to the rate.
+func TestPacingASlowRateLimitIsNotACap(t *testing.T) {
+	for _, tc := range []struct {
+		rate           float64
+		burst          int
+		latency        time.Duration
+		door           bool // refused at once, served after latency
+		total, workers int
+	}{
+		{2, 2, time.Second, false, 40, 8},
+		{4, 4, 3 * time.Second, false, 60, 16},
+		{2, 2, time.Second, true, 40, 8},
+		{4, 4, 3 * time.Second, true, 60, 16},
+		{3, 1, 2 * time.Second, true, 45, 8},
+	} {
+		t.Run(fmt.Sprintf("%g/s burst %d, %v, at the door %v", tc.rate, tc.burst, tc.latency, tc.door), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: tc.latency, hint: noHint, door: tc.door}
+				// Backoff without its random part, the mean of the default's,
+				// so that a run measures the cap and not the dice.
+				backoff := func(retry int) time.Duration {
+					return min(time.Second<<(retry-1), 30*time.Second) * 3 / 4
+				}
+				r := runHerd(t, srv, tc.total, tc.workers, heed.WithPolicy(heed.Policy{MaxAttempts: 20, Backoff: backoff}))
+				ideal := time.Duration(float64(tc.total-tc.burst)/tc.rate*float64(time.Second)) + tc.latency
+				t.Logf("%v against an ideal of %v (%.2f×), %d 429s, %d failed", r.wall, ideal, r.wall.Seconds()/ideal.Seconds(), r.refused, r.failed)
+				assert.Zero(t, r.failed)
+				assert.LessOrEqual(t, r.wall, 2*ideal, "within 2× the ideal: no collapse to one send at a time")
+			})
+		})
+	}
+}
+
+// TestPacingDefersBehindAFullCap: once a concurrency limit is learned, a
+// request whose time cannot cover the expected wait for a slot (the sends
+// waiting ahead of it, by groups of the cap, times a send's time) defers at
+// once, unsent, with heed's estimate as its RetryAt.
+func TestPacingDefersBehindAFullCap(t *testing.T) {
+	for _, tc := range []struct {
+		limit   int64
+		latency time.Duration
+		workers int
+	}{
+		{2, time.Second, 8},
+		{4, 500 * time.Millisecond, 16},
+	} {
+		t.Run(fmt.Sprintf("%d in flight, %v", tc.limit, tc.latency), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &inFlightServer{limit: tc.limit, latency: tc.latency}
+				tr := heed.New(srv)
+				var wg sync.WaitGroup
+				for range tc.workers {
+					wg.Go(func() {
+						for range 3 {
+							req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
+							require.NoError(t, err)
+							resp, err := tr.RoundTrip(req)
+							if assert.NoError(t, err) {
+								_ = resp.Body.Close()
+							}
+						}
+					})
+				}
+				// Past the first answers: the cap and a send's time are known,
+				// and the line behind the cap is long.
+				time.Sleep(tc.latency + tc.latency/2)
+				ctx, cancel := context.WithTimeout(t.Context(), tc.latency/10)
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/items", nil)
+				require.NoError(t, err)
+				before := srv.served.Load() + srv.refused.Load()
+				start := time.Now()
+				_, err = tr.RoundTrip(req)
+				var de *heed.DeferredError
+				require.ErrorAs(t, err, &de)
+				assert.Equal(t, "concurrency limit", de.Reason)
+				assert.Zero(t, time.Since(start), "at once")
+				assert.Zero(t, de.Attempts, "unsent")
+				assert.GreaterOrEqual(t, de.RetryAt.Sub(start), tc.latency, "behind at least one round of the cap")
+				assert.Equal(t, before, srv.served.Load()+srv.refused.Load(), "nothing sent")
+				wg.Wait()
 			})
 		})
 	}

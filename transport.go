@@ -192,6 +192,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (rt *roundTrip) end() {
 	rt.body.close()
 	rt.releaseSlot(nil)
+	rt.wentCeiling(false)
 }
 
 // roundTrip is the state of one RoundTrip call.
@@ -205,13 +206,16 @@ type roundTrip struct {
 	local    *scopeLocal  // what this Transport keeps of the scope
 	known    *known       // the policy's Limit in the scope; nil: none
 	slotAt   time.Time    // when the current send took a Limit slot; zero: none
-	scope    string
-	body     replay
-	newKey   string // a key heed adds to every attempt, if any
-	kept     *kept  // the last attempt's outcome, while GetBody may still fail
-	taken    bool   // a QuotaGate admitted the current send: tell it when done
-	episode  int64  // the episode heed's own gate admitted it in
-	urlText  string // the request URL redacted, once needed
+	// ceilingHeld: the current send holds a slot under the learned cap
+	ceilingHeld bool
+	spared      int // refusals for the sends in flight, not counted as attempts
+	scope       string
+	body        replay
+	newKey      string // a key heed adds to every attempt, if any
+	kept        *kept  // the last attempt's outcome, while GetBody may still fail
+	taken       bool   // a QuotaGate admitted the current send: tell it when done
+	episode     int64  // the episode heed's own gate admitted it in
+	urlText     string // the request URL redacted, once needed
 
 	// the last attempt
 	status int
@@ -232,14 +236,23 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 				return nil, err
 			}
 		}
+		if rt.local.limiter.ceil.on.Load() {
+			if sent, err = rt.passCeiling(attempt, sent); err != nil {
+				rt.done(nil, sent, false)
+				rt.releaseSlot(nil)
+				return nil, err
+			}
+		}
 		out, err := rt.request(attempt)
 		if err != nil {
 			rt.done(nil, sent, false)
 			rt.releaseSlot(nil)
+			rt.wentCeiling(false)
 			return rt.replayFailed(attempt, err)
 		}
 		rt.kept = nil
-		rt.local.limiter.sent(sent)
+		level := rt.local.limiter.sent(sent)
+		rt.wentCeiling(true)
 		send, check := rt.wired(out, attempt, sent)
 		resp, err := rt.t.next.RoundTrip(send)
 		if check != nil {
@@ -248,7 +261,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 				// Deferred before a byte of it was written.
 				rt.done(nil, sent, false)
 				rt.releaseSlot(nil)
-				rt.local.limiter.release(time.Now(), sent)
+				rt.local.limiter.release(time.Now(), sent, level)
 				return nil, de
 			}
 		}
@@ -271,7 +284,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
-			rt.local.limiter.release(time.Now(), sent)
+			rt.local.limiter.release(time.Now(), sent, level)
 			d.op = opDeliver
 			rt.decide(levelFor(v.Class), &d)
 			return resp, err
@@ -291,9 +304,14 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && hinted {
 			rt.hold(now, hint)
 		}
-		rt.local.limiter.answered(now, sent, v.Class == Throttled, hint)
+		capped := rt.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
+		if capped && rt.spared < p.maxAttempts {
+			// A send the server refused for the sends in flight did not
+			// run: it does not use up an attempt, up to MaxAttempts of them.
+			rt.spared++
+		}
 		switch {
-		case attempt >= p.maxAttempts:
+		case attempt-rt.spared >= p.maxAttempts:
 			return rt.giveUp(&d, "attempts used up", resp, err)
 		case v.Class == Ambiguous && !rt.replaySafe():
 			return rt.giveUp(&d, "not replay-safe", resp, err)
@@ -304,7 +322,12 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 
 		base := hint
-		if !hinted {
+		switch {
+		case capped:
+			// Refused for the sends in flight: the retry waits for a slot
+			// under the learned cap, not for a time.
+			base, source = 0, "concurrency"
+		case !hinted:
 			base = p.backoff(attempt)
 			source = "backoff"
 		}
