@@ -29,11 +29,6 @@ type release struct {
 	on     bool
 	fitted bool    // rate was fitted from an overshoot
 	burst  float64 // sends the server serves at once
-	// took is what the server took at the last reopen that refused sends
-	// of its burst, as a sliding window does part of a window after; 0:
-	// none since a burst was served whole. A fit counts no more as the
-	// server's burst.
-	took float64
 	// fitRate is the paced rate set at fitAt, from which it climbs.
 	fitRate float64
 	fitAt   time.Time
@@ -155,7 +150,6 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		// Refused within the burst: the server took less at this reopen
 		// than at the first, and is let go no more at the next.
 		a.capacity = math.Max(r.epServed, 1)
-		r.took = a.capacity
 	} else {
 		// The burst was served, nothing past it: a window. The rate past
 		// the burst matters little, but not below what the window gives.
@@ -163,7 +157,6 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		// reopen, but not below what the cycle served.
 		a.setRate(math.Max(a.fillRate/2, longRun))
 		a.capacity = math.Min(2*a.capacity, r.burst)
-		r.took = 0
 	}
 	// Sends that went up to halfway through the refused one's round trip
 	// may have reached the server before it.
@@ -181,17 +174,13 @@ func (r *release) fit(t time.Time) float64 {
 	for n < len(ts) && ts[n].Before(t) {
 		n++
 	}
-	burst := r.burst
-	if r.took > 0 {
-		burst = math.Min(burst, r.took)
-	}
 	best := 0.0
 	for i := range n {
 		span := t.Sub(ts[i])
 		if span < releaseMinSpan {
 			break
 		}
-		best = math.Max(best, (float64(n-i)-burst)/span.Seconds())
+		best = math.Max(best, (float64(n-i)-r.burst)/span.Seconds())
 	}
 	return best
 }

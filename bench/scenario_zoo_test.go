@@ -273,3 +273,67 @@ func TestZooWithoutNginxSaysSo(t *testing.T) {
 		assert.NotEqual(t, "—", tb.cell(t, label, "ideal"), label)
 	}
 }
+
+// zooBound is heed's bound on a zoo set's wall time, as a multiple of its
+// ideal: 2× where the server rounds its hint up to whole seconds on a limit
+// that refills in milliseconds (every refusal then costs a second that no
+// client honouring it may use), 1.5× elsewhere; 0 where the figure is
+// logged, not asserted (a gap docs/pacing.md and bench/RESULTS.md name).
+func zooBound(z *zooScenario, set zooSet) float64 {
+	switch {
+	case z.name == "zoo-nginx-429" || z.name == "zoo-bucket-seconds":
+		return 2
+	case z.name == "zoo-httprate" && set.limit.(httprateLimit).limit == 20:
+		return 0 // 1.1 to 1.55× from run to run
+	default:
+		return 1.5
+	}
+}
+
+// TestZooHeedMeetsTheBounds runs every set of every zoo scenario for heed
+// alone, the scenarios side by side and each one's sets one after another,
+// as the bench does (about 40 s): no request fails, and each wall time is
+// within zooBound of the ideal. Timing on a shared machine is noisy: a set
+// over its bound runs once more, and the second run is judged. Under the
+// race detector the bounds are logged, not asserted.
+func TestZooHeedMeetsTheBounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the zoo's full sets take about 40 s")
+	}
+	nginx := zooHasNginx(t)
+	var heed Client
+	for _, c := range clients {
+		if c.Name == "heed" {
+			heed = c
+		}
+	}
+	require.NotEmpty(t, heed.Name)
+	var wg sync.WaitGroup
+	for _, z := range zooScenarios {
+		if strings.HasPrefix(z.name, "zoo-nginx") && !nginx {
+			continue
+		}
+		wg.Go(func() {
+			for _, set := range z.sets {
+				t.Run(fmt.Sprintf("%s/%s", z.name, set.limit), func(t *testing.T) {
+					bound := zooBound(z, set)
+					var r zooRun
+					for try := 1; try <= 2; try++ {
+						r = zooOnce(set, heed, herdCap)
+						require.NoError(t, r.err)
+						t.Logf("run %d: %s, ideal %s (%.2f×; bound %g×), %d received, %d refused, %d failed %v",
+							try, dur(r.wall), dur(r.ideal), float64(r.wall)/float64(r.ideal), bound, r.received, r.refused, r.failed, r.why)
+						if bound == 0 || raceEnabled || float64(r.wall) <= bound*float64(r.ideal) {
+							break
+						}
+					}
+					assert.Zero(t, r.failed, "no request fails")
+					if bound > 0 && !raceEnabled {
+						assert.LessOrEqual(t, float64(r.wall), bound*float64(r.ideal), "within %g× the ideal", bound)
+					}
+				})
+			}
+		})
+	}
+	wg.Wait()
+}
