@@ -116,6 +116,9 @@ func (c *ceiling) refused(level int64, sent, now time.Time, inflight *atomic.Int
 
 // answered accounts for a served send that went at level and took took.
 func (c *ceiling) answered(level int64, took time.Duration, now time.Time) {
+	if level <= 0 {
+		return // not sent after all
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seen(now)
@@ -171,6 +174,9 @@ func (c *ceiling) answered(level int64, took time.Duration, now time.Time) {
 func (c *ceiling) spacing(now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.limit == 0 {
+		return 0 // off: the line it let go goes at once
+	}
 	at := c.nextGo
 	if at.Before(now) {
 		at = now
@@ -239,7 +245,7 @@ func (c *ceiling) acquire(ctx context.Context, d time.Duration) (bool, error) {
 
 // free reports whether one more send may be let through.
 func (c *ceiling) free() bool {
-	return c.inflight.Load()+c.admitted < c.limit
+	return c.limit == 0 || c.inflight.Load()+c.admitted < c.limit
 }
 
 // went accounts for a send let through that went, or, with gone false,
@@ -279,7 +285,9 @@ func (rt *roundTrip) passCeiling(attempt int, now time.Time) (time.Time, error) 
 		return now, err
 	}
 	rt.ceilingHeld = true
-	if w := c.spacing(now); w > 0 {
+	// The spacing is heed's, not the server's: a send whose time cannot
+	// cover it goes without it.
+	if w := c.spacing(now); w > 0 && rt.deadline.Fits(now, w, w, rt.p.maxWait, max(rt.p.reserve, rt.took)) {
 		if err := rules.Sleep(rt.ctx, w); err != nil {
 			return now, err
 		}

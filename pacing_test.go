@@ -397,3 +397,81 @@ func TestPacingDefersBehindAFullCap(t *testing.T) {
 		})
 	}
 }
+
+// panicky panics on requests with X-Panic, and serves the others through
+// next.
+type panicky struct{ next http.RoundTripper }
+
+func (p panicky) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("X-Panic") != "" {
+		panic("inner transport bug")
+	}
+	return p.next.RoundTrip(r)
+}
+
+// TestPacingSurvivesAPanickingTransport: a send whose inner transport
+// panics is accounted for all the same, so panics do not use up the
+// learned cap's slots: an idle scope still sends.
+func TestPacingSurvivesAPanickingTransport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &inFlightServer{limit: 2, latency: 100 * time.Millisecond}
+		tr := heed.New(panicky{srv}, heed.WithPolicy(heed.Policy{MaxWait: 2 * time.Second}))
+		r := runHerdOn(t, panicky{tr}, 40, 8)
+		require.Zero(t, r.failed)
+		require.Positive(t, srv.refused.Load(), "the herd taught the cap")
+		for range 6 {
+			func() {
+				defer func() { assert.NotNil(t, recover()) }()
+				req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
+				require.NoError(t, err)
+				req.Header.Set("X-Panic", "1")
+				_, _ = tr.RoundTrip(req)
+			}()
+		}
+		req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err, "an idle scope sends")
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		_ = resp.Body.Close()
+	})
+}
+
+// bodyServer is an inFlightServer that reads each request's body.
+type bodyServer struct {
+	inFlightServer
+	sends atomic.Int64
+}
+
+func (s *bodyServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.sends.Add(1)
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	return s.inFlightServer.RoundTrip(r)
+}
+
+// TestPacingMaxAttemptsOneNeverRetries: a refusal the learned cap takes is
+// retried without using up an attempt, but MaxAttempts 1 still never
+// retries: its body may be streamed once.
+func TestPacingMaxAttemptsOneNeverRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &bodyServer{inFlightServer: inFlightServer{limit: 1, latency: 100 * time.Millisecond}}
+		tr := heed.New(srv, heed.WithPolicy(heed.Policy{MaxAttempts: 1}))
+		const n = 4
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				req, err := http.NewRequest(http.MethodPost, "http://api.test/v1/items", io.NopCloser(strings.NewReader("payload")))
+				require.NoError(t, err)
+				if resp, err := tr.RoundTrip(req); err == nil {
+					_ = resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, int64(n), srv.sends.Load(), "one send a RoundTrip")
+		assert.Positive(t, srv.refused.Load())
+	})
+}

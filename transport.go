@@ -118,6 +118,10 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 	sl := t.scopes[scope]
 	if sl == nil {
 		sl = &scopeLocal{budgets: make(map[*policy]*retryBudget, 1)}
+		// The release learns from the sends it sees: with a gate that
+		// other processes share, their sends spend the limit unseen, and
+		// the gate's holds and inferred quota pace the fleet instead.
+		sl.limiter.rel.off = t.mem == nil || t.local
 		t.scopes[scope] = sl
 	}
 	var k *known
@@ -193,6 +197,11 @@ func (rt *roundTrip) end() {
 	rt.body.close()
 	rt.releaseSlot(nil)
 	rt.wentCeiling(false)
+	if rt.out {
+		// The inner transport panicked: the send is answered by nothing.
+		rt.out = false
+		rt.local.limiter.release(time.Now(), rt.outAt, rt.outLevel)
+	}
 }
 
 // roundTrip is the state of one RoundTrip call.
@@ -209,13 +218,18 @@ type roundTrip struct {
 	// ceilingHeld: the current send holds a slot under the learned cap
 	ceilingHeld bool
 	spared      int // refusals for the sends in flight, not counted as attempts
-	scope       string
-	body        replay
-	newKey      string // a key heed adds to every attempt, if any
-	kept        *kept  // the last attempt's outcome, while GetBody may still fail
-	taken       bool   // a QuotaGate admitted the current send: tell it when done
-	episode     int64  // the episode heed's own gate admitted it in
-	urlText     string // the request URL redacted, once needed
+	// out: the current send went and has not been accounted for to the
+	// limiter; outAt and outLevel are its time and level
+	out      bool
+	outAt    time.Time
+	outLevel int64
+	scope    string
+	body     replay
+	newKey   string // a key heed adds to every attempt, if any
+	kept     *kept  // the last attempt's outcome, while GetBody may still fail
+	taken    bool   // a QuotaGate admitted the current send: tell it when done
+	episode  int64  // the episode heed's own gate admitted it in
+	urlText  string // the request URL redacted, once needed
 
 	// the last attempt
 	status int
@@ -252,6 +266,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 		rt.kept = nil
 		level := rt.local.limiter.sent(sent)
+		rt.out, rt.outAt, rt.outLevel = true, sent, level
 		rt.wentCeiling(true)
 		send, check := rt.wired(out, attempt, sent)
 		resp, err := rt.t.next.RoundTrip(send)
@@ -261,7 +276,8 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 				// Deferred before a byte of it was written.
 				rt.done(nil, sent, false)
 				rt.releaseSlot(nil)
-				rt.local.limiter.release(time.Now(), sent, level)
+				rt.out = false
+				rt.local.limiter.release(time.Now(), sent, 0) // level 0: unsent, it teaches the cap nothing
 				return nil, de
 			}
 		}
@@ -284,6 +300,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
+			rt.out = false
 			rt.local.limiter.release(time.Now(), sent, level)
 			d.op = opDeliver
 			rt.decide(levelFor(v.Class), &d)
@@ -304,8 +321,13 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && hinted {
 			rt.hold(now, hint)
 		}
-		capped := rt.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
-		if capped && rt.spared < p.maxAttempts {
+		// A throttle that publishes its quota is paced by the quota, which
+		// the gate counts: the limiter takes it for no throttle, as it
+		// does a long hint's from a gate's quota (docs/pacing.md).
+		paced := v.Class == Throttled && !(hint >= paceHintLimit && publishesQuota(resp.Header))
+		rt.out = false
+		capped := rt.local.limiter.answered(now, sent, level, paced, hint)
+		if capped && p.maxAttempts > 1 && rt.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not
 			// run: it does not use up an attempt, up to MaxAttempts of them.
 			rt.spared++
