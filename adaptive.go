@@ -186,15 +186,7 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	}
 	// A hint of a second or more is the release's (release.go); the
 	// other throttles, and every answer while the last throttle was not
-	// such, are the cubic's. Without the release (a gate shared with
-	// other processes, whose sends it cannot see), the gate alone answers
-	// such a hint, which counts here as no throttle.
-	if throttled && long && a.rel.off {
-		if !a.enabled {
-			return false
-		}
-		throttled = false
-	}
+	// such, are the cubic's.
 	if throttled && long {
 		if !a.enabled {
 			a.enabled, a.lastFill = true, now

@@ -26,7 +26,6 @@ import (
 // honouring it may use, so the release spends few of them: one to learn the
 // burst, one to fit the rate, and one per probe. See docs/pacing.md.
 type release struct {
-	off    bool // the scope's gate is shared beyond this process: no release
 	on     bool
 	fitted bool    // rate was fitted from an overshoot
 	burst  float64 // sends the server serves at once

@@ -118,10 +118,6 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 	sl := t.scopes[scope]
 	if sl == nil {
 		sl = &scopeLocal{budgets: make(map[*policy]*retryBudget, 1)}
-		// The release learns from the sends it sees: with a gate that
-		// other processes share, their sends spend the limit unseen, and
-		// the gate's holds and inferred quota pace the fleet instead.
-		sl.limiter.rel.off = t.mem == nil || t.local
 		t.scopes[scope] = sl
 	}
 	var k *known
@@ -321,12 +317,8 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && hinted {
 			rt.hold(now, hint)
 		}
-		// A throttle that publishes its quota is paced by the quota, which
-		// the gate counts: the limiter takes it for no throttle, as it
-		// does a long hint's from a gate's quota (docs/pacing.md).
-		paced := v.Class == Throttled && !(hint >= paceHintLimit && publishesQuota(resp.Header))
 		rt.out = false
-		capped := rt.local.limiter.answered(now, sent, level, paced, hint)
+		capped := rt.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
 		if capped && p.maxAttempts > 1 && rt.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not
 			// run: it does not use up an attempt, up to MaxAttempts of them.
