@@ -50,6 +50,12 @@ type ceiling struct {
 	slowest      time.Duration // the slowest refusal the cap took
 }
 
+// ceilingMinService is the shortest served send's time, smoothed, at which
+// the cap learns: a server that answers in less holds sends too briefly
+// for their number in flight to be its limit, and a rate limiter in front
+// of it refuses at the door as fast as it serves.
+const ceilingMinService = 10 * time.Millisecond
+
 // ceilingMaxRounds bounds the rounds between probes.
 const ceilingMaxRounds = 32
 
@@ -77,7 +83,7 @@ func (c *ceiling) refused(level int64, sent, now time.Time, inflight *atomic.Int
 	if level <= 0 {
 		return false // not known: the rate's
 	}
-	if c.took > 0 && took > c.took/2 {
+	if c.took > 0 && (took > c.took/2 || c.took < ceilingMinService) {
 		// Refused no sooner than it would have been served: not at the
 		// door, as a server full of sends refuses. The rate's.
 		return false
@@ -128,10 +134,11 @@ func (c *ceiling) answered(level int64, took time.Duration, now time.Time) {
 	} else {
 		c.took = (7*c.took + took) / 8
 	}
-	if c.slowest > c.took/2 {
-		// The refusals it learned from took as long as service does:
-		// they were not a full server's at the door. Leave them to the
-		// rate, and let every waiting send go.
+	if c.slowest > c.took/2 || c.took < ceilingMinService {
+		// The refusals it learned from took as long as service does, or
+		// service is too brief to be held up by a cap: they were not a
+		// full server's at the door. Leave them to the rate, and let every
+		// waiting send go.
 		c.limit, c.slowest = 0, 0
 		c.on.Store(false)
 		for _, w := range c.line {
