@@ -193,10 +193,10 @@ func (rt *roundTrip) end() {
 	rt.body.close()
 	rt.releaseSlot(nil)
 	rt.wentCeiling(false)
-	if rt.out {
+	if !rt.outAt.IsZero() {
 		// The inner transport panicked: the send is answered by nothing.
-		rt.out = false
 		rt.local.limiter.release(time.Now(), rt.outAt, rt.outLevel)
+		rt.outAt = time.Time{}
 	}
 }
 
@@ -214,9 +214,8 @@ type roundTrip struct {
 	// ceilingHeld: the current send holds a slot under the learned cap
 	ceilingHeld bool
 	spared      int // refusals for the sends in flight, not counted as attempts
-	// out: the current send went and has not been accounted for to the
-	// limiter; outAt and outLevel are its time and level
-	out      bool
+	// outAt and outLevel are the time and level of the current send, gone
+	// and not yet accounted for to the limiter; zero outAt: none
 	outAt    time.Time
 	outLevel int64
 	scope    string
@@ -262,7 +261,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 		rt.kept = nil
 		level := rt.local.limiter.sent(sent)
-		rt.out, rt.outAt, rt.outLevel = true, sent, level
+		rt.outAt, rt.outLevel = sent, level
 		rt.wentCeiling(true)
 		send, check := rt.wired(out, attempt, sent)
 		resp, err := rt.t.next.RoundTrip(send)
@@ -272,7 +271,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 				// Deferred before a byte of it was written.
 				rt.done(nil, sent, false)
 				rt.releaseSlot(nil)
-				rt.out = false
+				rt.outAt = time.Time{}
 				rt.local.limiter.release(time.Now(), sent, 0) // level 0: unsent, it teaches the cap nothing
 				return nil, de
 			}
@@ -296,7 +295,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
-			rt.out = false
+			rt.outAt = time.Time{}
 			rt.local.limiter.release(time.Now(), sent, level)
 			d.op = opDeliver
 			rt.decide(levelFor(v.Class), &d)
@@ -317,7 +316,7 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && hinted {
 			rt.hold(now, hint)
 		}
-		rt.out = false
+		rt.outAt = time.Time{}
 		capped := rt.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
 		if capped && p.maxAttempts > 1 && rt.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not
