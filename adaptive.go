@@ -22,10 +22,28 @@ import (
 type adaptive struct {
 	mu sync.Mutex
 
-	enabled  bool
 	active   atomic.Bool  // enabled, read without the lock
-	inflight atomic.Int64 // sends gone and not yet answered
-	fillRate float64      // sends a second
+	inflight atomic.Int64 // this Transport's sends gone and not yet answered
+
+	sends     int64 // this Transport's sends gone, ever
+	throttles int64 // their answers throttled, ever
+
+	ceil ceiling // the learned cap on sends in flight (concurrency.go)
+
+	// shared keeps the pace in the gate, for every Transport that shares
+	// it, once joined (pace.go); nil: the pace is this Transport's alone.
+	shared   *sharedPace
+	joined   bool
+	paceDown bool // the gate's last pace call failed: this copy paces
+
+	paceState
+}
+
+// paceState is what the limiter paces by: this Transport's own, or a copy
+// of the one a gate keeps for all who share it (pace.go).
+type paceState struct {
+	enabled  bool
+	fillRate float64 // sends a second
 	capacity float64
 	// Tokens are numbered: issued have been handed out, granted have come
 	// in, and a send holding token k may go once granted ≥ k. Tokens left
@@ -46,11 +64,6 @@ type adaptive struct {
 	lastMax      float64 // the rate when last throttled
 	lastThrottle time.Time
 	k            float64 // seconds for the cubic to climb back to lastMax
-
-	sends     int64 // sends gone, ever
-	throttles int64 // answers throttled, ever
-
-	ceil ceiling // the learned cap on sends in flight (concurrency.go)
 
 	long bool    // the last throttle that set the pace had a hint of a second or more
 	rel  release // the rule for such hints (release.go)
@@ -78,6 +91,21 @@ const (
 func (a *adaptive) reserve(now time.Time) (float64, time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !a.sharing() {
+		return a.take(now)
+	}
+	return a.takeShared(now)
+}
+
+// takeShared is take on the gate's pace. (Apart, so that the closure costs
+// nothing on the path that does not share.)
+func (a *adaptive) takeShared(now time.Time) (k float64, wait time.Duration) {
+	a.through(func() { k, wait = a.take(now) }, true)
+	return k, wait
+}
+
+// take is reserve's work on the pace.
+func (a *adaptive) take(now time.Time) (float64, time.Duration) {
 	if !a.enabled {
 		return 0, 0
 	}
@@ -91,6 +119,20 @@ func (a *adaptive) reserve(now time.Time) (float64, time.Duration) {
 func (a *adaptive) due(k float64, now time.Time) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !a.sharing() {
+		return a.wait(k, now)
+	}
+	return a.waitShared(k, now)
+}
+
+// waitShared is wait on the gate's pace, read and not written.
+func (a *adaptive) waitShared(k float64, now time.Time) (wait time.Duration) {
+	a.through(func() { wait = a.wait(k, now) }, false)
+	return wait
+}
+
+// wait is due's work on the pace.
+func (a *adaptive) wait(k float64, now time.Time) time.Duration {
 	if !a.enabled {
 		return 0
 	}
@@ -112,6 +154,15 @@ func (a *adaptive) until(k float64) time.Duration {
 func (a *adaptive) cancel() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !a.sharing() {
+		a.giveBack()
+		return
+	}
+	a.through(a.giveBack, true)
+}
+
+// giveBack is cancel's work on the pace.
+func (a *adaptive) giveBack() {
 	if a.enabled {
 		a.granted = math.Min(a.granted+1, a.issued+a.capacity)
 	}
@@ -126,7 +177,11 @@ const paceRecheck = 50 * time.Millisecond
 func (a *adaptive) sent(now time.Time) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.measure(now)
+	if !a.sharing() {
+		a.measure(now)
+	} else {
+		a.measureShared(now)
+	}
 	a.sends++
 	return a.inflight.Add(1)
 }
@@ -141,11 +196,19 @@ func (a *adaptive) refill(now time.Time) {
 // release accounts for a send that ends without a throttle: delivered, or
 // deferred before it was written.
 func (a *adaptive) release(now, sent time.Time, level int64) {
-	if a.active.Load() {
-		a.answered(now, sent, level, false, 0)
-		return
+	if !a.active.Load() {
+		// Under the lock, so that a limiter turning on meanwhile, which
+		// counts the served sends as those gone and no longer in flight,
+		// counts this one either there or in answered, not in neither.
+		a.mu.Lock()
+		if !a.active.Load() {
+			a.inflight.Add(-1) // all answered does when off
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
 	}
-	a.inflight.Add(-1) // all answered does when off
+	a.answered(now, sent, level, false, 0)
 }
 
 // answered records the answer to an attempt sent at sent: throttled or
@@ -174,33 +237,52 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	if a.ceil.on.Load() {
 		defer a.ceil.answer()
 	}
+	if throttled && hint >= paceHintLimit {
+		a.join()
+	}
+	if !a.sharing() {
+		a.paced(now, sent, throttled, hint, others)
+	} else {
+		a.pacedShared(now, sent, throttled, hint, others)
+	}
+	return false
+}
+
+// measureShared is measure on the gate's pace.
+func (a *adaptive) measureShared(now time.Time) {
+	a.through(func() { a.measure(now) }, true)
+}
+
+// pacedShared is paced on the gate's pace.
+func (a *adaptive) pacedShared(now, sent time.Time, throttled bool, hint time.Duration, others int64) {
+	a.through(func() { a.paced(now, sent, throttled, hint, others) }, true)
+}
+
+// paced is answered's part that sets the pace.
+func (a *adaptive) paced(now, sent time.Time, throttled bool, hint time.Duration, others int64) {
 	// A lone caller, one send at a time, makes no herd: the server's hints
 	// pace it. The limiter starts when a throttle comes while other sends
 	// of the scope are in flight.
 	if !a.enabled && (!throttled || others <= 0) {
-		return false
+		if a.joined && !throttled {
+			a.rel.epServed++ // the first episode's, sent by this Transport or another
+		}
+		return
 	}
 	long := hint >= paceHintLimit
 	if throttled && a.enabled && !sent.After(a.lastThrottle) {
-		return false
+		return
 	}
 	// A hint of a second or more is the release's (release.go); the
 	// other throttles, and every answer while the last throttle was not
 	// such, are the cubic's.
 	if throttled && long {
-		if !a.enabled {
-			a.enabled, a.lastFill = true, now
-			a.active.Store(true)
-			a.rel.epStart = a.first
-			a.rel.epServed = float64(a.sends - a.inflight.Load() - a.throttles)
-		}
-		a.long, a.lastThrottle = true, now
-		a.releaseThrottled(now, sent, hint)
-		return false
+		a.longThrottle(now, sent, hint)
+		return
 	}
 	if !throttled && a.long {
 		a.releaseServed(now, sent)
-		return false
+		return
 	}
 	a.long = false
 	var rate float64
@@ -236,8 +318,54 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	a.fillRate = math.Max(rate, math.Max(a.floor, adaptiveMinRate))
 	a.capacity = math.Max(rate, 1)
 	a.granted = math.Min(a.granted, a.issued+a.capacity)
-	return false
 }
+
+// longThrottle starts or steers the release on a throttle, at now, of a
+// send made at sent, with a hint of a second or more.
+func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
+	if !a.enabled {
+		a.enabled, a.lastFill = true, now
+		a.active.Store(true)
+		a.rel.epStart = a.first
+		if !a.joined {
+			a.rel.epServed = float64(a.sends - a.inflight.Load() - a.throttles)
+		} // else: what each Transport had served, added as it joined, and since
+	}
+	a.long, a.lastThrottle = true, now
+	a.releaseThrottled(now, sent, hint)
+}
+
+// heldElsewhere records a hold of the scope that this Transport did not
+// set, found at the gate at now and lasting hint: a process or Transport
+// sharing the gate was throttled, a moment before. With a pace the gate
+// shares, this Transport joins it, since the throttle is in it already.
+// Otherwise, or while the gate fails to keep it, the release takes it as a
+// throttle of its own, so that every
+// sender of a fleet fits its share of the rate at the same overshoot. A
+// hold shorter than elsewhereHintLimit, or found before this Transport
+// sent anything, paces nothing.
+func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if hint < elsewhereHintLimit || a.sends == 0 {
+		return
+	}
+	if a.shared != nil {
+		a.join()
+		if !a.paceDown {
+			return
+		}
+	}
+	if (a.enabled && !now.After(a.lastThrottle)) || (a.enabled && !a.long) {
+		return // seen already; or the cubic's: a hold found late says little of the rate
+	}
+	a.longThrottle(now, now, hint)
+}
+
+// elsewhereHintLimit is the shortest hold found at the gate that the
+// release takes as a throttle elsewhere: what is left of a hint of a
+// second once it has reached the gate and this Transport.
+const elsewhereHintLimit = paceHintLimit / 2
 
 // measure counts one send into the smoothed send rate: sends per half
 // second in which there were any. Before the first half second is over,

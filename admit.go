@@ -62,6 +62,7 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		// Not admitted: wait for the gate to open, then spread out, so
 		// that the scope's waiters do not all fire at the same instant.
+		rt.heldElsewhere(now, nb)
 		base := max(nb.Sub(now), time.Millisecond)
 		level := zapcore.InfoLevel
 		if base <= QuotaRecheck {
@@ -202,6 +203,9 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
 		now = time.Now()
 		if r, reset, _, ok := quota(resp.Header, now); ok {
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, rt.t.maxHold))}
+			if !rt.local.published.Load() {
+				rt.local.published.Store(true)
+			}
 		}
 	}
 	if rt.t.mem != nil {
@@ -211,6 +215,31 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
 	if err := rt.t.quotas.Done(rt.ctx, rt.scope, q, served); err != nil {
 		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
+}
+
+// heldElsewhere tells the limiter of a hold until nb that the gate gave
+// at now and this Transport did not set: a throttle elsewhere of a scope
+// that publishes no quota (a spent quota's reset is the gate's to keep,
+// not a throttle). Of the sends that find the same hold, one tells it; the
+// wire check then covers the hold too.
+func (rt *roundTrip) heldElsewhere(now, nb time.Time) {
+	if rt.local.published.Load() {
+		return
+	}
+	until := nb.UnixNano()
+	for {
+		held := rt.local.heldUntil.Load()
+		// The gate may round a hold up to its own precision: a
+		// millisecond, in redisgate.
+		if until <= held+int64(time.Millisecond) {
+			return
+		}
+		if rt.local.heldUntil.CompareAndSwap(held, until) {
+			break
+		}
+	}
+	rt.local.throttledAt.Store(now.UnixNano())
+	rt.local.limiter.heldElsewhere(now, nb.Sub(now))
 }
 
 // hold extends the scope's gate to hint after now, at most the Transport's

@@ -4,6 +4,7 @@
 package heed
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"time"
@@ -80,6 +81,13 @@ type memGate struct {
 	mu     sync.Mutex
 	scopes map[string]*scopeState
 	infer  bool // learn window capacities (WithInferredQuota)
+	paces  map[string]*keptPace
+}
+
+// keptPace is a scope's pace state (PaceGate), and when it last changed.
+type keptPace struct {
+	state []byte
+	at    time.Time
 }
 
 // scopeState is what the gate knows of one scope.
@@ -265,4 +273,41 @@ func (g *memGate) state(scope string, now time.Time) *scopeState {
 	s := &scopeState{}
 	g.scopes[scope] = s
 	return s
+}
+
+// Pace keeps the scope's pace state for every Transport sharing the gate
+// (PaceGate).
+func (g *memGate) Pace(_ context.Context, scope string, update func([]byte) []byte) error {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.paces[scope]
+	var old []byte
+	if p != nil && now.Sub(p.at) < PaceKeep {
+		old = p.state
+	}
+	b := update(old)
+	if b == nil {
+		delete(g.paces, scope)
+		return nil
+	}
+	if old != nil && bytes.Equal(b, old) {
+		return nil // unchanged
+	}
+	if g.paces == nil {
+		g.paces = make(map[string]*keptPace)
+	}
+	if p == nil {
+		if len(g.paces) >= 64 {
+			for k, q := range g.paces {
+				if now.Sub(q.at) >= PaceKeep {
+					delete(g.paces, k)
+				}
+			}
+		}
+		p = &keptPace{}
+		g.paces[scope] = p
+	}
+	p.state, p.at = b, now
+	return nil
 }

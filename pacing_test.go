@@ -2,6 +2,7 @@ package heed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -43,9 +44,13 @@ type limitServer struct {
 
 	mu       sync.Mutex
 	refusals []refusal // the refusals delivered
-	early    int       // requests that arrived after a refusal was delivered, before the time it gave
-	served   int
-	refused  int
+	// after counts the refusals of requests that arrived once the first
+	// refusal had reached the client: those a client that heeds it could
+	// have spared.
+	after   int
+	early   int // requests that arrived after a refusal was delivered, before the time it gave
+	served  int
+	refused int
 }
 
 // refusal is a refusal delivered to the client at delivered, which gave
@@ -66,6 +71,9 @@ func (s *limitServer) RoundTrip(r *http.Request) (*http.Response, error) {
 		s.served++
 	} else {
 		s.refused++
+		if len(s.refusals) > 0 && now.After(s.refusals[0].delivered) {
+			s.after++
+		}
 	}
 	s.mu.Unlock()
 	if ok || !s.door {
@@ -142,6 +150,7 @@ type herdResult struct {
 	failed          int
 	served, refused int
 	early           int
+	after           int // refusals after the first one reached a client
 }
 
 // runHerd sends total GETs from workers goroutines through one Transport to
@@ -481,5 +490,191 @@ func TestPacingMaxAttemptsOneNeverRetries(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, int64(n), srv.sends.Load(), "one send a RoundTrip")
 		assert.Positive(t, srv.refused.Load())
+	})
+}
+
+// oneSecond is nginx's Retry-After: 1 through error_page, whatever the wait.
+func oneSecond(time.Duration) http.Header { return http.Header{"Retry-After": {"1"}} }
+
+// runFleetHerd sends total GETs from procs Transports of workers goroutines
+// each to srv, in the bubble, the Transports sharing gate, or each with a
+// gate of its own when gate is nil.
+func runFleetHerd(t *testing.T, srv *limitServer, total, procs, workers int, gate func() heed.Gate) herdResult {
+	var next, failed atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range procs {
+		client := &http.Client{Transport: heed.New(srv, heed.WithGate(gate()), heed.WithPolicy(heed.Policy{MaxAttempts: 50}))}
+		for range workers {
+			wg.Go(func() {
+				for next.Add(1) <= int64(total) {
+					req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
+					require.NoError(t, err)
+					resp, err := client.Do(req)
+					if err != nil || resp.StatusCode != http.StatusOK {
+						if failed.Add(1) == 1 {
+							t.Logf("first failure: %v %v", resp, err)
+						}
+						continue
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return herdResult{wall: time.Since(start), failed: int(failed.Load()), served: srv.served, refused: srv.refused, early: srv.early, after: srv.after}
+}
+
+// TestPacingAFleetSharesTheRate: Transports sharing one gate, as a fleet
+// shares a redisgate, against one bucket that answers Retry-After: 1, as
+// nginx's limit_req does: every sender takes a hold another found as its
+// own throttle, and paces by the one pace the gate keeps (PaceGate), so the
+// fleet fits the rate as one sender. Within 2× the ideal, (N − burst)/rate,
+// and, of the 429s drawn once a first one has reached a client, at least
+// 4× fewer than private gates draw; and as well as one Transport with as
+// many goroutines does alone, within 10 % and the second that one more
+// refusal costs (a probe that overshoots in one run and not in the other).
+func TestPacingAFleetSharesTheRate(t *testing.T) {
+	for _, tc := range []struct {
+		rate                  float64
+		burst                 int
+		total, procs, workers int
+	}{
+		{50, 11, 400, 4, 4},
+		{20, 6, 200, 4, 4},
+		{100, 21, 600, 4, 8},
+		{50, 11, 400, 8, 2},
+	} {
+		t.Run(fmt.Sprintf("%g/s burst %d, %d×%d", tc.rate, tc.burst, tc.procs, tc.workers), func(t *testing.T) {
+			ideal := time.Duration(float64(tc.total-tc.burst) / tc.rate * float64(time.Second))
+			var private, shared, alone herdResult
+			synctest.Test(t, func(t *testing.T) {
+				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: 2 * time.Millisecond, hint: oneSecond}
+				private = runFleetHerd(t, srv, tc.total, tc.procs, tc.workers, func() heed.Gate { return heed.NewGate() })
+			})
+			synctest.Test(t, func(t *testing.T) {
+				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: 2 * time.Millisecond, hint: oneSecond}
+				g := heed.NewGate()
+				shared = runFleetHerd(t, srv, tc.total, tc.procs, tc.workers, func() heed.Gate { return g })
+			})
+			synctest.Test(t, func(t *testing.T) {
+				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: 2 * time.Millisecond, hint: oneSecond}
+				alone = runHerd(t, srv, tc.total, tc.procs*tc.workers)
+			})
+			t.Logf("private gates: %v (%.2f×), %d 429s, %d after the first reached a client; shared: %v (%.2f×), %d 429s, %d after; one Transport: %v; ideal %v",
+				private.wall, private.wall.Seconds()/ideal.Seconds(), private.refused, private.after,
+				shared.wall, shared.wall.Seconds()/ideal.Seconds(), shared.refused, shared.after, alone.wall, ideal)
+			for _, r := range []herdResult{private, shared} {
+				assert.Zero(t, r.failed, "no request fails")
+				assert.Equal(t, tc.total, r.served)
+			}
+			// Private gates send early by design: a process does not hear of
+			// another's refusal.
+			assert.Zero(t, shared.early, "no send before a time the server gave")
+			assert.LessOrEqual(t, shared.wall, 2*ideal, "the shared fleet within 2× the ideal")
+			assert.LessOrEqual(t, shared.wall, alone.wall+alone.wall/10+time.Second, "as well as one Transport, within 10 % and one refusal's second")
+			// The first herd's refusals, sent before any client knew of a
+			// limit, are the same for both; of those after, the fleet
+			// draws at least 4× fewer.
+			assert.LessOrEqual(t, 4*shared.after, private.after, "at least 4× fewer 429s than private gates, once one reached a client")
+		})
+	}
+}
+
+// TestPacingAFleetKeepsAWindowWhole: Transports sharing one gate against
+// fixed windows that answer with their end in whole seconds do as well
+// together as one Transport with as many goroutines does alone, within
+// 5 % and a tenth of a second, and within 1.5× the windows they need.
+func TestPacingAFleetKeepsAWindowWhole(t *testing.T) {
+	for _, tc := range []struct {
+		limit                 int
+		period                time.Duration
+		total, procs, workers int
+		clock                 bool // windows of the clock (clockWindow)
+	}{
+		{40, time.Second, 600, 4, 4, false},
+		{20, time.Second, 200, 4, 8, false},
+		{100, 2 * time.Second, 500, 8, 2, false},
+		{40, time.Second, 600, 4, 4, true},
+		{25, time.Second, 300, 4, 8, true},
+	} {
+		t.Run(fmt.Sprintf("%d per %v, %d×%d, of the clock %v", tc.limit, tc.period, tc.procs, tc.workers, tc.clock), func(t *testing.T) {
+			server := func() *limitServer {
+				var lim limiter = &memWindow{limit: tc.limit, period: tc.period}
+				if tc.clock {
+					lim = &clockWindow{limit: tc.limit, period: tc.period}
+				}
+				return &limitServer{lim: lim, latency: 2 * time.Millisecond, hint: wholeSeconds}
+			}
+			var alone, fleet herdResult
+			synctest.Test(t, func(t *testing.T) {
+				g := heed.NewGate()
+				alone = runFleetHerd(t, server(), tc.total, 1, tc.procs*tc.workers, func() heed.Gate { return g })
+			})
+			synctest.Test(t, func(t *testing.T) {
+				g := heed.NewGate()
+				fleet = runFleetHerd(t, server(), tc.total, tc.procs, tc.workers, func() heed.Gate { return g })
+			})
+			windows := (tc.total + tc.limit - 1) / tc.limit
+			ideal := time.Duration(windows-1) * tc.period
+			t.Logf("fleet %v, %d 429s; one Transport %v, %d 429s; the windows take %v", fleet.wall, fleet.refused, alone.wall, alone.refused, ideal)
+			for _, r := range []herdResult{alone, fleet} {
+				assert.Zero(t, r.failed)
+				assert.Zero(t, r.early)
+			}
+			assert.LessOrEqual(t, fleet.wall, alone.wall+alone.wall/20+100*time.Millisecond, "as well as one Transport")
+			assert.LessOrEqual(t, fleet.wall, ideal*3/2, "within 1.5× the windows")
+		})
+	}
+}
+
+// clockWindow serves limit requests a window of the clock: each period
+// from a whole multiple of it, as a limiter keyed by the current second
+// does; a refusal is told the window's end.
+type clockWindow struct {
+	limit  int
+	period time.Duration
+	start  time.Time
+	count  int
+}
+
+func (w *clockWindow) admit(now time.Time) (bool, time.Duration) {
+	if start := now.Truncate(w.period); !start.Equal(w.start) {
+		w.start, w.count = start, 0
+	}
+	if w.count < w.limit {
+		w.count++
+		return true, 0
+	}
+	return false, w.start.Add(w.period).Sub(now)
+}
+
+// downPace is a gate whose pace store always fails, as a redisgate whose
+// Redis is down does.
+type downPace struct{ heed.QuotaGate }
+
+func (downPace) Pace(context.Context, string, func([]byte) []byte) error {
+	return errors.New("pace store down")
+}
+
+// TestPacingAFleetWhosePaceStoreFails: when the gate cannot keep the pace,
+// each Transport paces on its own copy: nothing fails, nothing goes before
+// a time the server gave, and the fleet still finishes within 2× the
+// ideal.
+func TestPacingAFleetWhosePaceStoreFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &limitServer{lim: newTokenBucket(50, 11), latency: 2 * time.Millisecond, hint: oneSecond}
+		g := downPace{heed.NewGate().(heed.QuotaGate)}
+		r := runFleetHerd(t, srv, 400, 4, 4, func() heed.Gate { return g })
+		ideal := time.Duration(float64(400-11) / 50 * float64(time.Second))
+		t.Logf("%v against an ideal of %v, %d 429s", r.wall, ideal, r.refused)
+		assert.Zero(t, r.failed)
+		assert.Zero(t, r.early)
+		assert.Equal(t, 400, r.served)
+		assert.LessOrEqual(t, r.wall, 2*ideal)
 	})
 }

@@ -30,6 +30,7 @@ type Transport struct {
 	quotas         QuotaGate // gate, when it enforces published quotas
 	mem            *memGate  // gate, when it is heed's own: called with the time
 	local          bool      // mem counts quotas beside a plain gate, which holds
+	paces          PaceGate  // gate, given, when it keeps the pace (pace.go)
 	bodyBound      int64
 	maxHold        time.Duration // the longest hold or reset shared with the gate
 
@@ -51,6 +52,9 @@ type scopeLocal struct {
 	// nanoseconds: what the wire check checks against.
 	heldUntil   atomic.Int64
 	throttledAt atomic.Int64
+	// published: a response of the scope published a quota, whose reset
+	// the gate may answer as a wait
+	published atomic.Bool
 }
 
 // New returns a Transport that sends through next (http.DefaultTransport
@@ -67,6 +71,9 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 	}
 	if t.gate == nil {
 		t.gate = NewGate()
+	} else {
+		// A gate given may be shared: so is the pace, if it keeps one.
+		t.paces, _ = t.gate.(PaceGate)
 	}
 	t.quotas, _ = t.gate.(QuotaGate)
 	t.mem, _ = t.gate.(*memGate)
@@ -118,6 +125,9 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 	sl := t.scopes[scope]
 	if sl == nil {
 		sl = &scopeLocal{budgets: make(map[*policy]*retryBudget, 1)}
+		if t.paces != nil {
+			sl.limiter.shared = &sharedPace{gate: t.paces, scope: scope}
+		}
 		t.scopes[scope] = sl
 	}
 	var k *known

@@ -8,9 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -49,11 +49,20 @@ const (
 type fleetVariant struct {
 	key, label string
 	publish    bool
+	// nginx, when set, is the server instead of the fixed window: nginx's
+	// limit_req (scenario_zoo_nginx.go), keyed by the client's address, so
+	// one limit for every process of the fleet.
+	nginx *nginxLimit
+	// each and quick are the requests per process, in a full run and with
+	// -quick.
+	each, quick int
 }
 
 var fleetVariants = []fleetVariant{
-	{"quota", "published quota", true},
-	{"window", "Retry-After only", false},
+	{key: "quota", label: "published quota", publish: true, each: fleetEach, quick: fleetEachQuick},
+	{key: "window", label: "Retry-After only", each: fleetEach, quick: fleetEachQuick},
+	{key: "nginx", label: "nginx limit_req 50r/s burst 10, Retry-After: 1", nginx: &nginxLimit{rate: 50, burst: 10, hint: true}, each: 100, quick: 60},
+	{key: "nginx-slow", label: "nginx limit_req 20r/s burst 5, Retry-After: 1", nginx: &nginxLimit{rate: 20, burst: 5, hint: true}, each: 50, quick: 30},
 }
 
 func init() {
@@ -74,11 +83,7 @@ func init() {
 			if _, ok := find(cs, "heed"); !ok {
 				return nil
 			}
-			each := fleetEach
-			if env.Quick {
-				each = fleetEachQuick
-			}
-			return runFleet(env, each)
+			return runFleet(env)
 		},
 	})
 }
@@ -123,9 +128,10 @@ func fleetCut(private, shared fleetRun) string {
 	return fmt.Sprintf("%.1f× (%.3f → %.3f)", p/s, p, s)
 }
 
-// runFleet starts a redis-server, runs both variants side by side, stops
+// runFleet starts a redis-server, runs the variants one after another
+// (those HEED_BENCH_FLEET names, comma-separated, when it is set), stops
 // redis-server, and returns heed's cells.
-func runFleet(env *Env, each int) Figures {
+func runFleet(env *Env) Figures {
 	out := Figures{}
 	bin, err := exec.LookPath(fleetRedisBin)
 	if err != nil {
@@ -149,27 +155,31 @@ func runFleet(env *Env, each int) Figures {
 	first := time.Now().Add(100 * time.Millisecond)
 	phase := first.Sub(first.Truncate(time.Second))
 	prefix := fmt.Sprintf("heed-bench:fleet:%d:", time.Now().UnixNano())
-	var wg sync.WaitGroup
+	only := strings.Split(os.Getenv("HEED_BENCH_FLEET"), ",")
 	for _, v := range fleetVariants {
-		wg.Go(func() {
-			private := fleetOnce(env, v, "", "", each, phase)
-			shared := fleetOnce(env, v, rs.addr, prefix+v.key+":", each, phase)
-			for _, r := range []struct {
-				gates string
-				run   fleetRun
-			}{{"private", private}, {"shared", shared}} {
-				fmt.Fprintf(env.Log, "bench: fleet %s, %s gates: %s, %d served, %d refused, %d failed %v, err %v\n",
-					v.label, r.gates, dur(r.run.wall), r.run.served, r.run.refused, r.run.failed, r.run.why, r.run.err)
-			}
-			out.setLocked(v.key+"-private", "heed", private.cell())
-			out.setLocked(v.key+"-shared", "heed", shared.cell())
-			out.setLocked(v.key+"-cut", "heed", fleetCut(private, shared))
-			total := fleetProcs * each
-			out.setLocked(v.key+"-private", idealCell, fmt.Sprintf("0 (0 429s, %d of %d 2xx, %s: %s)", total, total, dur(private.ideal), private.note))
-			out.setLocked(v.key+"-shared", idealCell, fmt.Sprintf("0 (0 429s, %d of %d 2xx, %s)", total, total, dur(shared.ideal)))
-		})
+		if only[0] != "" && !slices.Contains(only, v.key) {
+			continue
+		}
+		each := v.each
+		if env.Quick {
+			each = v.quick
+		}
+		private := fleetOnce(env, v, "", "", each, phase)
+		shared := fleetOnce(env, v, rs.addr, prefix+v.key+":", each, phase)
+		for _, r := range []struct {
+			gates string
+			run   fleetRun
+		}{{"private", private}, {"shared", shared}} {
+			fmt.Fprintf(env.Log, "bench: fleet %s, %s gates: %s, %d served, %d refused, %d failed %v, err %v\n",
+				v.label, r.gates, dur(r.run.wall), r.run.served, r.run.refused, r.run.failed, r.run.why, r.run.err)
+		}
+		out.set(v.key+"-private", "heed", private.cell())
+		out.set(v.key+"-shared", "heed", shared.cell())
+		out.set(v.key+"-cut", "heed", fleetCut(private, shared))
+		total := fleetProcs * each
+		out.set(v.key+"-private", idealCell, fmt.Sprintf("0 (0 429s, %d of %d 2xx, %s: %s)", total, total, dur(private.ideal), private.note))
+		out.set(v.key+"-shared", idealCell, fmt.Sprintf("0 (0 429s, %d of %d 2xx, %s)", total, total, dur(shared.ideal)))
 	}
-	wg.Wait()
 	return out
 }
 
@@ -194,9 +204,27 @@ type fleetReport struct {
 // into a second. Every worker has ended when it returns.
 func fleetOnce(env *Env, v fleetVariant, redisAddr, prefix string, each int, phase time.Duration) (run fleetRun) {
 	run.total = fleetProcs * each
-	lim := &fixedWindow{limit: fleetLimit, publish: v.publish, aligned: true}
-	s, served, refused := limitedServer(lim, fleetLatency)
-	defer s.Close()
+	var url string
+	var ideal func(start time.Time) (time.Duration, string)
+	var counts func() (served, refused int64)
+	if v.nginx != nil {
+		ng, err := startNginx(*v.nginx)
+		if err != nil {
+			run.err = err
+			return run
+		}
+		defer ng.stop() // stop is once: counts stops it first
+		url = ng.url()
+		ideal = func(time.Time) (time.Duration, string) { return v.nginx.ideal(0, run.total) }
+		counts = func() (int64, int64) { n := ng.stop(); return n.served, n.refused }
+	} else {
+		lim := &fixedWindow{limit: fleetLimit, publish: v.publish, aligned: true}
+		s, served, refused := limitedServer(lim, fleetLatency)
+		defer s.Close()
+		url = s.URL + "/v1/items"
+		ideal = func(start time.Time) (time.Duration, string) { return lim.ideal(start, run.total) }
+		counts = func() (int64, int64) { return served.Load(), refused.Load() }
+	}
 
 	// A bound on the run, however the workers behave: twice the windows the
 	// requests need, and half a minute. Each worker's calls end by it; the
@@ -214,7 +242,7 @@ func fleetOnce(env *Env, v fleetVariant, redisAddr, prefix string, each int, pha
 		}
 	}()
 	for range fleetProcs {
-		w, err := startFleetWorker(ctx, env, s.URL+"/v1/items", redisAddr, prefix, each, limit)
+		w, err := startFleetWorker(ctx, env, url, redisAddr, prefix, each, limit)
 		if err != nil {
 			run.err = err
 			return run
@@ -233,7 +261,7 @@ func fleetOnce(env *Env, v fleetVariant, redisAddr, prefix string, each int, pha
 	} else {
 		start = at
 	}
-	run.ideal, run.note = lim.ideal(start, run.total)
+	run.ideal, run.note = ideal(start)
 	for _, w := range ws {
 		_, _ = fmt.Fprintf(w.in, "%d\n", start.UnixNano())
 		w.in.Close()
@@ -263,7 +291,7 @@ func fleetOnce(env *Env, v fleetVariant, redisAddr, prefix string, each int, pha
 		last = max(last, rep.Last)
 	}
 	run.wall = time.Unix(0, last).Sub(start)
-	run.served, run.refused = served.Load(), refused.Load()
+	run.served, run.refused = counts()
 	if lost := run.total - run.ok - run.failed; lost != 0 {
 		run.failed += lost
 		run.why["not reported"] += lost
