@@ -88,6 +88,9 @@ func childFleet() int {
 		})
 	}
 	wg.Wait()
+	// Which process finished when: the figure is the last one's.
+	fmt.Fprintf(os.Stderr, "bench: fleet worker %d: %d ok, %d failed, done %s after the start\n",
+		os.Getpid(), rep.OK, len(rep.Failed), dur(time.Unix(0, rep.Last).Sub(start)))
 	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
 		return 1
 	}

@@ -1,0 +1,282 @@
+package heed_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heed-go/heed"
+)
+
+// The socket check: real loopback servers of each shape of limit, each
+// recording when every request's first byte reached its socket, and when
+// each refusal was written and what time it gave. A request whose first
+// byte arrived after a refusal was written (and a grace for the client to
+// read it) and before the time that refusal gave went early. Every send
+// dials its own connection, so that many are dialing when a hold is
+// learned, which the wire check (wire.go) must then wait out.
+
+// firstByte is a connection that records when its first byte was read.
+type firstByte struct {
+	net.Conn
+	once sync.Once
+	at   atomic.Int64 // Unix ns; 0: nothing read yet
+}
+
+func (c *firstByte) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.once.Do(func() { c.at.Store(time.Now().UnixNano()) })
+	}
+	return n, err
+}
+
+// firstByteListener wraps each connection it accepts in a firstByte.
+type firstByteListener struct{ net.Listener }
+
+func (l firstByteListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &firstByte{Conn: c}, nil
+}
+
+type connKey struct{}
+
+// socketServer serves by lim, answering a refusal with the headers hint
+// gives for its wait, and keeps what the socket check needs.
+type socketServer struct {
+	*httptest.Server
+	lim     limiter
+	hint    func(time.Duration) http.Header
+	latency time.Duration
+
+	mu       sync.Mutex
+	arrivals []time.Time
+	refusals []refusal // written (with the grace), and the earliest time it gave
+	served   int
+}
+
+// socketGrace is how long after a refusal is written the client may still
+// be reading it: a request that arrives within it was sent before.
+const socketGrace = 10 * time.Millisecond
+
+func newSocketServer(t *testing.T, lim limiter, hint func(time.Duration) http.Header, latency time.Duration) *socketServer {
+	s := &socketServer{lim: lim, hint: hint, latency: latency}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Listener = firstByteListener{s.Listener}
+	s.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *socketServer) serve(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Unix(0, r.Context().Value(connKey{}).(*firstByte).at.Load())
+	s.mu.Lock()
+	s.arrivals = append(s.arrivals, arrived)
+	ok, wait := s.lim.admit(arrived)
+	if ok {
+		s.served++
+	}
+	s.mu.Unlock()
+	if ok {
+		time.Sleep(s.latency)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	for k, v := range s.hint(wait) {
+		w.Header()[k] = v
+	}
+	start := time.Now()
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.(http.Flusher).Flush()
+	written := time.Now()
+	hint, _, _ := heed.Hint(&http.Response{StatusCode: http.StatusTooManyRequests, Header: w.Header()}, start)
+	s.mu.Lock()
+	s.refusals = append(s.refusals, refusal{delivered: written.Add(socketGrace), until: start.Add(hint)})
+	s.mu.Unlock()
+}
+
+// early counts the requests that arrived inside a refusal's time.
+func (s *socketServer) early() (n int, first string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.arrivals {
+		for _, f := range s.refusals {
+			if a.After(f.delivered) && a.Before(f.until) {
+				if n == 0 {
+					first = fmt.Sprintf("arrived %v after a refusal was written, %v before the time it gave", a.Sub(f.delivered.Add(-socketGrace)), f.until.Sub(a))
+				}
+				n++
+				break
+			}
+		}
+	}
+	return n, first
+}
+
+// leakyBucket is nginx's limit_req: the excess drains at rate a second; a
+// request that would take it past burst is refused and changes nothing.
+type leakyBucket struct {
+	rate, burst, excess float64
+	last                time.Time
+}
+
+func (b *leakyBucket) admit(now time.Time) (bool, time.Duration) {
+	if !b.last.IsZero() {
+		b.excess = math.Max(0, b.excess-now.Sub(b.last).Seconds()*b.rate)
+	}
+	b.last = now
+	if b.excess+1 > b.burst+1 {
+		return false, time.Duration((b.excess - b.burst) / b.rate * float64(time.Second))
+	}
+	b.excess++
+	return true, 0
+}
+
+// slidingLog serves limit requests in any span of period.
+type slidingLog struct {
+	limit  int
+	period time.Duration
+	log    []time.Time
+}
+
+func (s *slidingLog) admit(now time.Time) (bool, time.Duration) {
+	for len(s.log) > 0 && !s.log[0].After(now.Add(-s.period)) {
+		s.log = s.log[1:]
+	}
+	if len(s.log) < s.limit {
+		s.log = append(s.log, now)
+		return true, 0
+	}
+	return false, s.log[0].Add(s.period).Sub(now)
+}
+
+// TestNoSendEarlyAtTheSocket: against every shape of limit that gives a
+// time, no request reaches the server's socket before a time it gave,
+// though every send dials a connection of its own, and nothing fails.
+func TestNoSendEarlyAtTheSocket(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lim     func() limiter
+		hint    func(time.Duration) http.Header
+		latency time.Duration
+		total   int
+	}{
+		{"token bucket 40/s burst 5, whole seconds", func() limiter { return newTokenBucket(40, 5) }, wholeSeconds, 2 * time.Millisecond, 100},
+		{"nginx limit_req 30r/s burst 5, Retry-After: 1", func() limiter { return &leakyBucket{rate: 30, burst: 5} }, oneSecond, 0, 90},
+		{"fixed windows of the clock, 25 a second", func() limiter { return &clockWindow{limit: 25, period: time.Second} }, wholeSeconds, 2 * time.Millisecond, 75},
+		{"fixed windows from the first request, 30 a second", func() limiter { return &memWindow{limit: 30, period: time.Second} }, wholeSeconds, 2 * time.Millisecond, 90},
+		{"sliding window 30 a second, Retry-After: 1", func() limiter { return &slidingLog{limit: 30, period: time.Second} }, oneSecond, time.Millisecond, 90},
+		{"token bucket 100/s burst 10, milliseconds", func() limiter { return newTokenBucket(100, 10) }, func(d time.Duration) http.Header {
+			return http.Header{"Retry-After-Ms": {strconv.FormatInt(max(d.Milliseconds(), 1), 10)}}
+		}, 2 * time.Millisecond, 200},
+	} {
+		for _, procs := range []int{1, 4} {
+			name := tc.name + ", one Transport"
+			if procs > 1 {
+				name = fmt.Sprintf("%s, %d Transports sharing a gate", tc.name, procs)
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				checkSocket(t, newSocketServer(t, tc.lim(), tc.hint, tc.latency), tc.total, procs)
+			})
+		}
+	}
+}
+
+// checkSocket sends total GETs to srv from 16 goroutines spread over procs
+// Transports (sharing one gate when more than one), and checks that none
+// reached its socket early, and that none failed.
+func checkSocket(t *testing.T, srv *socketServer, total, procs int) {
+	inner := &http.Transport{DisableKeepAlives: true}
+	defer inner.CloseIdleConnections()
+	gate := heed.NewGate()
+	var clients []*http.Client
+	for range procs {
+		var opts []heed.Option
+		if procs > 1 {
+			opts = append(opts, heed.WithGate(gate))
+		}
+		clients = append(clients, &http.Client{Transport: heed.New(inner, append(opts, heed.WithPolicy(heed.Policy{MaxAttempts: 50}))...)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 16 {
+		client := clients[i%procs]
+		wg.Go(func() {
+			for next.Add(1) <= int64(total) {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/items", nil)
+				require.NoError(t, err)
+				resp, err := client.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n, first := srv.early()
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	t.Logf("%d requests reached the socket, %d refused, %d early", len(srv.arrivals), len(srv.refusals), n)
+	assert.Zero(t, n, "no send reached the socket before a time the server gave: %s", first)
+	assert.Zero(t, failed.Load(), "no request failed")
+	assert.Equal(t, total, srv.served)
+	assert.Positive(t, len(srv.refusals), "the limit was met: the check is real")
+}
+
+// TestSocketCheckCatchesAnEarlySend: the socket check is real: a client
+// that retries a refusal at once, as a naive loop does, is caught sending
+// inside the time the server gave.
+func TestSocketCheckCatchesAnEarlySend(t *testing.T) {
+	srv := newSocketServer(t, &leakyBucket{rate: 30, burst: 5}, oneSecond, 0)
+	inner := &http.Transport{DisableKeepAlives: true}
+	defer inner.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 5 {
+				for attempt := 0; attempt < 3; attempt++ {
+					req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/items", nil)
+					require.NoError(t, err)
+					resp, err := inner.RoundTrip(req)
+					require.NoError(t, err)
+					_ = resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						break
+					}
+					time.Sleep(20 * time.Millisecond) // well inside the second it gave
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n, first := srv.early()
+	t.Logf("%d early: %s", n, first)
+	assert.Positive(t, n, "a send inside a refusal's time is caught")
+}
