@@ -38,19 +38,7 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		var nb time.Time
 		var err error
-		switch {
-		case rt.t.local:
-			nb, err = rt.t.gate.NotBefore(rt.ctx, rt.scope)
-			now = time.Now()
-			if err == nil && !nb.After(now) {
-				nb, rt.episode = rt.t.mem.take(rt.scope, now)
-			}
-		case rt.t.mem != nil:
-			nb, rt.episode = rt.t.mem.take(rt.scope, now)
-		default:
-			nb, err = rt.t.quotas.Take(rt.ctx, rt.scope)
-			now = time.Now()
-		}
+		nb, now, rt.episode, err = rt.t.admit.take(rt.ctx, rt.scope, now)
 		if err != nil {
 			rt.taken = false
 			rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
@@ -74,11 +62,7 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 			// back. One whose time can asks again at each recheck, logged
 			// at debug level. The cost is a NotBefore call per short
 			// refusal; a failing gate answers no reset.
-			var quotas Gate = rt.t.quotas
-			if rt.t.mem != nil {
-				quotas = rt.t.mem
-			}
-			if reset, _ := quotas.NotBefore(rt.ctx, rt.scope); reset.Sub(now) > base {
+			if reset := rt.t.admit.reset(rt.ctx, rt.scope); reset.Sub(now) > base {
 				full := reset.Sub(now)
 				if rt.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, rt.took)) {
 					level = zapcore.DebugLevel
@@ -208,11 +192,7 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
 			}
 		}
 	}
-	if rt.t.mem != nil {
-		rt.t.mem.done(rt.scope, q, served, rt.episode, now)
-		return
-	}
-	if err := rt.t.quotas.Done(rt.ctx, rt.scope, q, served); err != nil {
+	if err := rt.t.admit.done(rt.ctx, rt.scope, q, served, rt.episode, now); err != nil {
 		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
 }

@@ -27,9 +27,7 @@ type Transport struct {
 	routes         routes
 	log            *zap.Logger
 	gate           Gate
-	quotas         QuotaGate // gate, when it enforces published quotas
-	mem            *memGate  // gate, when it is heed's own: called with the time
-	local          bool      // mem counts quotas beside a plain gate, which holds
+	admit          admission // the one way through gate (admission.go)
 	paces          PaceGate  // gate, given, when it keeps the pace (pace.go)
 	bodyBound      int64
 	maxHold        time.Duration // the longest hold or reset shared with the gate
@@ -75,14 +73,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 		// A gate given may be shared: so is the pace, if it keeps one.
 		t.paces, _ = t.gate.(PaceGate)
 	}
-	t.quotas, _ = t.gate.(QuotaGate)
-	t.mem, _ = t.gate.(*memGate)
-	if t.quotas == nil {
-		// A plain Gate shares cooldowns; published quotas are then
-		// counted in process.
-		t.mem = NewGate().(*memGate)
-		t.local = true
-	}
+	t.admit = newAdmission(t.gate)
 	t.scopes = make(map[string]*scopeLocal)
 	t.fallbackPolicy = resolve(t.fallback, "default")
 	r, err := compileRoutes(t.routeSpecs)
