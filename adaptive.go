@@ -27,14 +27,36 @@ type adaptive struct {
 
 	sends     int64 // this Transport's sends gone, ever
 	throttles int64 // their answers throttled, ever
+	peak      int64 // the most of its sends in flight at once, ever: 1, a lone caller
 
 	ceil ceiling // the learned cap on sends in flight (concurrency.go)
 
 	// shared keeps the pace in the gate, for every Transport that shares
 	// it, once joined (pace.go); nil: the pace is this Transport's alone.
-	shared   *sharedPace
-	joined   bool
-	paceDown bool // the gate's last pace call failed: this copy paces
+	shared *sharedPace
+	joined bool
+	// downUntil: the gate's last pace call failed, and this copy paces
+	// until then; zero: the gate's answers
+	downUntil time.Time
+	// gen counts the numberings of tokens: a join starts the gate's, and
+	// a token of the one before is shift further on in it.
+	gen   int64
+	shift float64
+
+	// measured send rate, in half-second buckets, smoothed: this
+	// Transport's
+	first    time.Time
+	warm     bool  // a whole half second has been measured
+	bucket   int64 // index of the current half second
+	count    float64
+	measured float64
+
+	// recent holds when this Transport's latest served sends went, up to
+	// releaseKeep of them, oldest at recentAt once full: the first
+	// episode's burst is counted from it.
+	recent   [releaseKeep]time.Time
+	recentN  int
+	recentAt int
 
 	paceState
 }
@@ -52,13 +74,6 @@ type paceState struct {
 	issued   float64
 	granted  float64
 	lastFill time.Time
-
-	// measured send rate, in half-second buckets, smoothed
-	first    time.Time
-	warm     bool  // a whole half second has been measured
-	bucket   int64 // index of the current half second
-	count    float64
-	measured float64
 
 	floor        float64 // one send per the last throttle's hint
 	lastMax      float64 // the rate when last throttled
@@ -88,19 +103,29 @@ const (
 // A send told to wait asks due again after at most paceRecheck, since a
 // rate that climbs meanwhile brings its token sooner; one that does not
 // go after all gives its token back with cancel.
-func (a *adaptive) reserve(now time.Time) (float64, time.Duration) {
+func (a *adaptive) reserve(now time.Time) (token, time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var k float64
+	var wait time.Duration
 	if !a.sharing() {
-		return a.take(now)
+		k, wait = a.take(now)
+	} else {
+		k, wait = a.takeShared(now)
 	}
-	return a.takeShared(now)
+	return token{k, a.gen}, wait
+}
+
+// token is a pacing token: its number, in the numbering gen counts.
+type token struct {
+	n   float64
+	gen int64
 }
 
 // takeShared is take on the gate's pace. (Apart, so that the closure costs
 // nothing on the path that does not share.)
 func (a *adaptive) takeShared(now time.Time) (k float64, wait time.Duration) {
-	a.through(func() { k, wait = a.take(now) }, true)
+	a.through(func() { k, wait = a.take(now) }, nil)
 	return k, wait
 }
 
@@ -116,18 +141,27 @@ func (a *adaptive) take(now time.Time) (float64, time.Duration) {
 }
 
 // due returns how long the send holding token k must still wait at now.
-func (a *adaptive) due(k float64, now time.Time) time.Duration {
+func (a *adaptive) due(k *token, now time.Time) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.sharing() {
-		return a.wait(k, now)
+	if k.gen != a.gen {
+		k.n, k.gen = k.n+a.shift, a.gen
 	}
-	return a.waitShared(k, now)
+	if !a.sharing() {
+		return a.wait(k.n, now)
+	}
+	return a.waitShared(k.n, now)
 }
 
-// waitShared is wait on the gate's pace, read and not written.
+// waitShared is wait on the gate's pace, read, and written only when the
+// wait starts an episode (begin), which the episode's answers are
+// counted against.
 func (a *adaptive) waitShared(k float64, now time.Time) (wait time.Duration) {
-	a.through(func() { wait = a.wait(k, now) }, false)
+	starts := false
+	a.through(func() {
+		starts = a.enabled && a.rel.begins(now)
+		wait = a.wait(k, now)
+	}, func() bool { return starts })
 	return wait
 }
 
@@ -146,7 +180,8 @@ func (a *adaptive) until(k float64) time.Duration {
 	if a.granted >= k {
 		return 0
 	}
-	return time.Duration(math.Ceil((k - a.granted) / a.fillRate * float64(time.Second)))
+	// At most a day: a wait that long defers whatever the caller's time.
+	return time.Duration(math.Min(math.Ceil((k-a.granted)/a.fillRate*float64(time.Second)), float64(24*time.Hour)))
 }
 
 // cancel gives back a token whose send does not go: the next one comes a
@@ -158,7 +193,7 @@ func (a *adaptive) cancel() {
 		a.giveBack()
 		return
 	}
-	a.through(a.giveBack, true)
+	a.through(a.giveBack, nil)
 }
 
 // giveBack is cancel's work on the pace.
@@ -177,13 +212,11 @@ const paceRecheck = 50 * time.Millisecond
 func (a *adaptive) sent(now time.Time) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.sharing() {
-		a.measure(now)
-	} else {
-		a.measureShared(now)
-	}
+	a.measure(now)
 	a.sends++
-	return a.inflight.Add(1)
+	level := a.inflight.Add(1)
+	a.peak = max(a.peak, level)
+	return level
 }
 
 func (a *adaptive) refill(now time.Time) {
@@ -203,6 +236,9 @@ func (a *adaptive) release(now, sent time.Time, level int64) {
 		a.mu.Lock()
 		if !a.active.Load() {
 			a.inflight.Add(-1) // all answered does when off
+			if level > 0 {
+				a.served(sent)
+			}
 			a.mu.Unlock()
 			return
 		}
@@ -237,8 +273,10 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	if a.ceil.on.Load() {
 		defer a.ceil.answer()
 	}
-	if throttled && hint >= paceHintLimit {
-		a.join()
+	if !throttled {
+		a.served(sent)
+	} else if hint >= paceHintLimit && (a.enabled || others > 0 || a.peak > 1) {
+		a.join(now, hint, false)
 	}
 	if !a.sharing() {
 		a.paced(now, sent, throttled, hint, others)
@@ -248,14 +286,9 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	return false
 }
 
-// measureShared is measure on the gate's pace.
-func (a *adaptive) measureShared(now time.Time) {
-	a.through(func() { a.measure(now) }, true)
-}
-
 // pacedShared is paced on the gate's pace.
 func (a *adaptive) pacedShared(now, sent time.Time, throttled bool, hint time.Duration, others int64) {
-	a.through(func() { a.paced(now, sent, throttled, hint, others) }, true)
+	a.through(func() { a.paced(now, sent, throttled, hint, others) }, nil)
 }
 
 // paced is answered's part that sets the pace.
@@ -264,8 +297,11 @@ func (a *adaptive) paced(now, sent time.Time, throttled bool, hint time.Duration
 	// pace it. The limiter starts when a throttle comes while other sends
 	// of the scope are in flight.
 	if !a.enabled && (!throttled || others <= 0) {
-		if a.joined && !throttled {
-			a.rel.epServed++ // the first episode's, sent by this Transport or another
+		if !throttled && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
+			// Joined at a hold found elsewhere, before the pace started:
+			// served in the first episode, which the Transport that starts
+			// it counts on.
+			a.rel.epServed++
 		}
 		return
 	}
@@ -324,12 +360,21 @@ func (a *adaptive) paced(now, sent time.Time, throttled bool, hint time.Duration
 // send made at sent, with a hint of a second or more.
 func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 	if !a.enabled {
+		// The first episode: what the server served of the sends that
+		// went within a hint before the refused one, up to halfway through
+		// its round trip, is the burst it takes at once. Transports that
+		// joined the gate's pace before it started have added theirs.
+		start := sent.Add(-hint)
+		if start.Before(a.first) {
+			start = a.first
+		}
+		n := a.servedIn(start, sent.Add(now.Sub(sent)/2))
+		if !a.joined || a.rel.epStart.Before(start.Add(-hint)) {
+			a.rel.epServed = 0 // none added, or added too long ago
+		}
 		a.enabled, a.lastFill = true, now
 		a.active.Store(true)
-		a.rel.epStart = a.first
-		if !a.joined {
-			a.rel.epServed = float64(a.sends - a.inflight.Load() - a.throttles)
-		} // else: what each Transport had served, added as it joined, and since
+		a.rel.epStart, a.rel.epServed, a.rel.firstEp = start, a.rel.epServed+n, true
 	}
 	a.long, a.lastThrottle = true, now
 	a.releaseThrottled(now, sent, hint)
@@ -343,17 +388,18 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 // throttle of its own, so that every
 // sender of a fleet fits its share of the rate at the same overshoot. A
 // hold shorter than elsewhereHintLimit, or found before this Transport
-// sent anything, paces nothing.
-func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration) {
+// sent anything, or by a lone caller (never more than one send in flight,
+// and none waiting: herd), paces nothing.
+func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if hint < elsewhereHintLimit || a.sends == 0 {
+	if hint < elsewhereHintLimit || a.sends == 0 || !(herd || a.peak > 1 || a.enabled) {
 		return
 	}
 	if a.shared != nil {
-		a.join()
-		if !a.paceDown {
-			return
+		a.join(now, hint, true)
+		if a.joined && a.downUntil.IsZero() {
+			return // the gate's pace has it
 		}
 	}
 	if (a.enabled && !now.After(a.lastThrottle)) || (a.enabled && !a.long) {
@@ -392,4 +438,26 @@ func (a *adaptive) measure(now time.Time) {
 	if !a.warm {
 		a.measured = a.count / math.Max(now.Sub(a.first).Seconds(), 0.1)
 	}
+}
+
+// served records a served send of this Transport, sent at sent.
+func (a *adaptive) served(sent time.Time) {
+	if a.recentN < len(a.recent) {
+		a.recent[a.recentN] = sent
+		a.recentN++
+		return
+	}
+	a.recent[a.recentAt] = sent
+	a.recentAt = (a.recentAt + 1) % len(a.recent)
+}
+
+// servedIn counts this Transport's served sends that went in [from, to).
+func (a *adaptive) servedIn(from, to time.Time) float64 {
+	n := 0
+	for _, t := range a.recent[:a.recentN] {
+		if !t.Before(from) && t.Before(to) {
+			n++
+		}
+	}
+	return float64(n)
 }

@@ -116,7 +116,7 @@ func (rt *roundTrip) pace(attempt int, now time.Time) (bool, error) {
 			return true, err
 		}
 		now = time.Now()
-		if wait = l.due(k, now); wait > 0 && !rt.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, rt.took)) {
+		if wait = l.due(&k, now); wait > 0 && !rt.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, rt.took)) {
 			l.cancel()
 			d = rt.waitDecision(attempt, now, wait, reasonPacing, "pacing")
 			return true, rt.deferred(&d, attempt-1)
@@ -219,7 +219,7 @@ func (rt *roundTrip) heldElsewhere(now, nb time.Time) {
 		}
 	}
 	rt.local.throttledAt.Store(now.UnixNano())
-	rt.local.limiter.heldElsewhere(now, nb.Sub(now))
+	rt.local.limiter.heldElsewhere(now, nb.Sub(now), rt.local.waiting.Load() > 0)
 }
 
 // hold extends the scope's gate to hint after now, at most the Transport's

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -48,79 +49,111 @@ type sharedPace struct {
 const paceTimeout = time.Second
 
 // sharing reports whether the limiter paces by the gate's pace: it has
-// joined it. Called with a.mu held.
-func (a *adaptive) sharing() bool { return a.joined }
+// joined it, and the gate has not failed in the last paceRetry. Called
+// with a.mu held.
+func (a *adaptive) sharing() bool {
+	return a.joined && (a.downUntil.IsZero() || !time.Now().Before(a.downUntil))
+}
 
-// join has the limiter pace by the gate's pace from now on, once. The
-// gate's pace, if it has one, replaces this Transport's; without one,
-// this Transport's becomes the gate's. The sends this Transport had served
-// are added to the first episode's, the burst the server took at once,
-// while that episode lasts: before the pace starts, or before its first
-// reopen.
-func (a *adaptive) join() {
+// paceRetry is how long a Transport whose gate failed a pace call paces on
+// its own copy before it asks the gate again.
+const paceRetry = time.Second
+
+// join has the limiter pace by the gate's pace from now on, once: called
+// at a throttle with a hint of a second or more of a herd, which starts
+// the pace if the gate's has not, or at a hold found elsewhere of length
+// hint. The gate's pace, if it has one, replaces
+// this Transport's; without one, this Transport's becomes the gate's. The
+// sends this Transport had served are added to the first episode's, the
+// burst the server took at once: those that went in the episode, while it
+// lasts (until its first reopen), or, found elsewhere before the pace has
+// started, those that went within hint before now, which the Transport
+// that starts it keeps if it starts within a hint. Sends waiting on this Transport's
+// tokens take as many of the gate's.
+func (a *adaptive) join(now time.Time, hint time.Duration, elsewhere bool) {
 	if a.shared == nil || a.joined {
 		return
 	}
 	a.joined = true
 	own := a.paceState
-	served := float64(a.sends - a.inflight.Load() - a.throttles)
-	ok := a.shared.update(func(old []byte) []byte {
+	own.rel.served = slices.Clone(own.rel.served)
+	waiting := math.Max(own.issued-own.granted, 0)
+	var shift float64
+	ran, err := a.shared.update(func(old []byte) []byte {
 		if !a.paceState.decode(old) {
 			a.paceState = own
+			a.rel.served = slices.Clone(own.rel.served)
 			a.rel.epServed = 0 // this Transport's served, below
 		}
-		if !a.enabled || a.rel.epStart.Equal(a.first) {
-			// The first episode: not yet paced, or not yet reopened.
-			a.rel.epServed += served
-			if !own.first.IsZero() && (a.first.IsZero() || own.first.Before(a.first)) {
-				if a.enabled {
-					a.rel.epStart = own.first
-				}
-				a.first = own.first
+		switch {
+		case !a.enabled && elsewhere:
+			if a.rel.epStart.IsZero() || a.rel.epStart.Before(now.Add(-hint)) {
+				a.rel.epStart, a.rel.epServed = now, 0
 			}
+			a.rel.epServed += a.servedIn(now.Add(-hint), now)
+		case a.rel.firstEp:
+			to := a.rel.epRefused
+			if to.IsZero() {
+				to = now
+			}
+			a.rel.epServed += a.servedIn(a.rel.epStart, to)
 		}
+		shift = a.issued - own.granted
+		a.issued += waiting
 		return a.paceState.encode()
 	})
-	// Every answer of a joined Transport is the gate's to count, even
-	// before the pace starts: the first episode's served sends.
-	a.active.Store(true)
-	a.paceDown = !ok
-	if !ok {
-		a.paceState = own
-		if !a.enabled {
-			a.rel.epServed = served // as if it had joined
-		}
+	a.outcome(ran, err, own)
+	if a.sharing() {
+		a.gen, a.shift = a.gen+1, shift
 	}
+	// Every answer of a joined Transport is the gate's to count.
+	a.active.Store(true)
 }
 
 // through runs f on the gate's pace, read afresh, and writes it back if
-// write: due's refill, which the next change makes again, is not written.
-// f may run more than once, and must set what it returns on every run.
-// When the gate fails, f runs on this Transport's copy, the last it read.
-func (a *adaptive) through(f func(), write bool) {
+// write, when not nil, says so: due's refill, which the next change makes
+// again, is not written. f may run more than once, and must set what it
+// returns on every run. When the gate fails, f runs on this Transport's
+// copy, the last it read, and so do the calls of the next paceRetry.
+func (a *adaptive) through(f func(), write func() bool) {
 	own := a.paceState
-	ok := a.shared.update(func(old []byte) []byte {
+	own.rel.served = slices.Clone(own.rel.served)
+	ran, err := a.shared.update(func(old []byte) []byte {
 		if !a.paceState.decode(old) {
 			a.paceState = own // forgotten, or not heed's: this copy goes on
+			a.rel.served = slices.Clone(own.rel.served)
 		}
 		f()
 		if a.enabled {
 			a.active.Store(true)
 		}
-		if !write {
+		if write != nil && !write() {
 			return old
 		}
 		return a.paceState.encode()
 	})
-	a.paceDown = !ok
-	if !ok {
-		a.paceState = own
-		f()
+	a.outcome(ran, err, own)
+	if !ran {
+		f() // on this Transport's copy
 	}
 }
 
-// update calls the gate, and reports whether update ran on what it read.
-func (s *sharedPace) update(update func([]byte) []byte) bool {
+// outcome accounts for a pace call's outcome: a failed one has this copy
+// pace for paceRetry.
+func (a *adaptive) outcome(ran bool, err error, own paceState) {
+	if err == nil {
+		a.downUntil = time.Time{}
+		return
+	}
+	if !ran {
+		a.paceState = own
+	}
+	a.downUntil = time.Now().Add(paceRetry)
+}
+
+// update calls the gate, and reports whether update ran on what it read,
+// and the gate's error: a change it did not store, or none.
+func (s *sharedPace) update(update func([]byte) []byte) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), paceTimeout)
 	defer cancel()
 	ran := false
@@ -128,43 +161,60 @@ func (s *sharedPace) update(update func([]byte) []byte) bool {
 		ran = true
 		return update(b)
 	})
-	return err == nil || ran
+	return ran, err
 }
 
-// The encoding of a paceState: a version byte, then fixed fields, little
-// endian, then the release's served sends. Times are Unix nanoseconds, 0
-// for the zero time.
+// The encoding of a paceState: a version byte, a byte of flags, then
+// fixed fields, little endian, then the release's served sends. Times are
+// Unix nanoseconds, 0 for the zero time.
 const (
-	paceVersion = 1
-	paceFixed   = 1 + 1 + 20*8 + 2 // version, flags, 20 numbers, served count
+	paceVersion = 2
+	paceFloats  = 9
+	paceTimes   = 7
+	paceFixed   = 2 + 8*paceFloats + 8*paceTimes + 8 + 2 // and stepServed, and the served count
 )
 
 // errPaceState is a state that is not one this version of heed wrote.
 var errPaceState = errors.New("heed: not a pace state")
 
+// floats and times list p's numbers and times in their encoded order.
+func (p *paceState) floats() [paceFloats]*float64 {
+	r := &p.rel
+	return [...]*float64{&p.fillRate, &p.capacity, &p.issued, &p.granted, &p.floor, &p.lastMax, &p.k, &r.burst, &r.fitRate}
+}
+
+func (p *paceState) times() [paceTimes]*time.Time {
+	r := &p.rel
+	return [...]*time.Time{&p.lastFill, &p.lastThrottle, &r.fitAt, &r.reopen, &r.epStart, &r.epRefused, &r.step}
+}
+
+func (p *paceState) flags() [5]*bool {
+	r := &p.rel
+	return [...]*bool{&p.enabled, &p.long, &r.on, &r.fitted, &r.firstEp}
+}
+
 func (p *paceState) encode() []byte {
 	r := &p.rel
 	flags := byte(0)
-	for i, b := range []bool{p.enabled, p.warm, p.long, r.on, r.fitted} {
-		if b {
+	for i, b := range p.flags() {
+		if *b {
 			flags |= 1 << i
 		}
 	}
-	out := make([]byte, 0, paceFixed+8*len(r.served))
+	out := make([]byte, 0, paceFixed+8+8*len(r.served))
 	out = append(out, paceVersion, flags)
-	for _, f := range []float64{p.fillRate, p.capacity, p.issued, p.granted, p.count, p.measured, p.floor, p.lastMax, p.k, r.burst, r.fitRate, r.epServed} {
-		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f))
+	for _, f := range p.floats() {
+		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(*f))
 	}
-	for _, t := range []time.Time{p.lastFill, p.first, p.lastThrottle, r.fitAt, r.reopen, r.epStart, r.epRefused, r.step} {
-		out = binary.LittleEndian.AppendUint64(out, uint64(unixNano(t)))
+	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(r.epServed))
+	for _, t := range p.times() {
+		out = binary.LittleEndian.AppendUint64(out, uint64(unixNano(*t)))
 	}
+	out = binary.LittleEndian.AppendUint64(out, uint64(int64(r.stepServed)))
 	out = binary.LittleEndian.AppendUint16(out, uint16(len(r.served)))
 	for _, t := range r.served {
 		out = binary.LittleEndian.AppendUint64(out, uint64(unixNano(t)))
 	}
-	// bucket and stepServed last, as whole numbers.
-	out = binary.LittleEndian.AppendUint64(out, uint64(p.bucket))
-	out = binary.LittleEndian.AppendUint64(out, uint64(int64(r.stepServed)))
 	return out
 }
 
@@ -180,52 +230,60 @@ func (p *paceState) decode(b []byte) bool {
 }
 
 // decodePace reads a state encode wrote, or returns errPaceState: every
-// number must be finite and in its range, and the served sends at most
-// releaseKeep.
+// number must be finite, at least 0 and at most paceMaxNumber; a pace
+// that is on must have a rate of at least adaptiveMinRate and room for a
+// token; and the served sends are at most releaseKeep.
 func decodePace(b []byte) (paceState, error) {
 	var p paceState
-	if len(b) < paceFixed+16 || b[0] != paceVersion || b[1]>>5 != 0 {
+	if len(b) < paceFixed+8 || b[0] != paceVersion || b[1]>>5 != 0 {
 		return p, errPaceState
 	}
-	flags := b[1]
-	p.enabled, p.warm, p.long = flags&1 != 0, flags&2 != 0, flags&4 != 0
-	r := &p.rel
-	r.on, r.fitted = flags&8 != 0, flags&16 != 0
+	for i, f := range p.flags() {
+		*f = b[1]&(1<<i) != 0
+	}
 	b = b[2:]
 	next := func() uint64 {
 		v := binary.LittleEndian.Uint64(b)
 		b = b[8:]
 		return v
 	}
-	for _, f := range []*float64{&p.fillRate, &p.capacity, &p.issued, &p.granted, &p.count, &p.measured, &p.floor, &p.lastMax, &p.k, &r.burst, &r.fitRate, &r.epServed} {
+	fs := p.floats()
+	for _, f := range append(fs[:], &p.rel.epServed) {
 		*f = math.Float64frombits(next())
-		if math.IsNaN(*f) || math.IsInf(*f, 0) || math.Abs(*f) > paceMaxNumber {
+		if math.IsNaN(*f) || *f < 0 || *f > paceMaxNumber {
 			return paceState{}, errPaceState
 		}
 	}
-	if p.fillRate < 0 || p.capacity < 0 || p.count < 0 || p.measured < 0 || r.burst < 0 || r.epServed < 0 {
+	if p.enabled && (p.fillRate < adaptiveMinRate || p.capacity < 1) {
 		return paceState{}, errPaceState
 	}
-	for _, t := range []*time.Time{&p.lastFill, &p.first, &p.lastThrottle, &r.fitAt, &r.reopen, &r.epStart, &r.epRefused, &r.step} {
-		*t = fromUnixNano(int64(next()))
-	}
-	n := int(binary.LittleEndian.Uint16(b))
-	b = b[2:]
-	if n > releaseKeep || len(b) != 8*n+16 {
-		return paceState{}, errPaceState
-	}
-	if n > 0 {
-		r.served = make([]time.Time, n)
-		for i := range r.served {
-			r.served[i] = fromUnixNano(int64(next()))
+	for _, t := range p.times() {
+		n := int64(next())
+		if n < 0 {
+			return paceState{}, errPaceState
 		}
+		*t = fromUnixNano(n)
 	}
-	p.bucket = int64(next())
 	step := int64(next())
 	if step < 0 || step > paceMaxNumber {
 		return paceState{}, errPaceState
 	}
-	r.stepServed = int(step)
+	p.rel.stepServed = int(step)
+	n := int(binary.LittleEndian.Uint16(b))
+	b = b[2:]
+	if n > releaseKeep || len(b) != 8*n {
+		return paceState{}, errPaceState
+	}
+	if n > 0 {
+		p.rel.served = make([]time.Time, n)
+		for i := range p.rel.served {
+			t := int64(next())
+			if t < 0 {
+				return paceState{}, errPaceState
+			}
+			p.rel.served[i] = fromUnixNano(t)
+		}
+	}
 	return p, nil
 }
 

@@ -16,10 +16,9 @@ func samplePace() paceState {
 	t0 := time.Unix(1_800_000_000, 123456789)
 	p := paceState{
 		enabled: true, fillRate: 42.5, capacity: 5.5, issued: 120, granted: 118.25, lastFill: t0.Add(time.Second),
-		first: t0, warm: true, bucket: 3_600_000_000, count: 7, measured: 51.2,
 		floor: 1, lastMax: 60, lastThrottle: t0.Add(2 * time.Second), k: 1.7, long: true,
 	}
-	p.rel = release{on: true, fitted: true, burst: 11, fitRate: 45, fitAt: t0.Add(3 * time.Second),
+	p.rel = release{on: true, fitted: true, firstEp: true, burst: 11, fitRate: 45, fitAt: t0.Add(3 * time.Second),
 		reopen: t0.Add(4 * time.Second), epStart: t0.Add(4 * time.Second), epServed: 20,
 		epRefused: t0.Add(5 * time.Second), step: t0.Add(4500 * time.Millisecond), stepServed: 3}
 	for i := range 5 {
@@ -45,9 +44,9 @@ func TestPaceStateRoundTrips(t *testing.T) {
 			assert.Equal(t, p.enabled, got.enabled)
 			assert.Equal(t, p.rel.burst, got.rel.burst)
 			assert.Equal(t, len(p.rel.served), len(got.rel.served))
-			assert.True(t, p.first.Equal(got.first))
 			assert.True(t, p.rel.epStart.Equal(got.rel.epStart))
-			assert.Equal(t, p.first.IsZero(), got.first.IsZero())
+			assert.Equal(t, p.rel.epStart.IsZero(), got.rel.epStart.IsZero())
+			assert.Equal(t, p.rel.firstEp, got.rel.firstEp)
 		})
 	}
 }
@@ -71,17 +70,21 @@ func TestPaceStateRefusesWhatIsNotOne(t *testing.T) {
 		return c
 	}
 	for name, b := range map[string][]byte{
-		"nil":             nil,
-		"short":           good[:10],
-		"cut":             good[:len(good)-1],
-		"longer":          append(append([]byte(nil), good...), 0),
-		"another version": at(0, paceVersion+1),
-		"unknown flags":   at(1, 0xff),
-		"NaN rate":        number(0, math.NaN()),
-		"infinite tokens": number(2, math.Inf(1)),
-		"negative rate":   number(0, -1),
-		"huge burst":      number(9, 1e300),
-		"negative burst":  number(9, -3),
+		"nil":               nil,
+		"short":             good[:10],
+		"cut":               good[:len(good)-1],
+		"longer":            append(append([]byte(nil), good...), 0),
+		"another version":   at(0, paceVersion+1),
+		"unknown flags":     at(1, 0xff),
+		"NaN rate":          number(0, math.NaN()),
+		"infinite tokens":   number(2, math.Inf(1)),
+		"negative rate":     number(0, -1),
+		"huge burst":        number(7, 1e300),
+		"negative burst":    number(7, -3),
+		"on at no rate":     number(0, 0),
+		"on at a tiny rate": number(0, 1e-300),
+		"on with no room":   number(1, 0.5),
+		"negative tokens":   number(2, -1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := decodePace(b)

@@ -26,9 +26,10 @@ import (
 // honouring it may use, so the release spends few of them: one to learn the
 // burst, one to fit the rate, and one per probe. See docs/pacing.md.
 type release struct {
-	on     bool
-	fitted bool    // rate was fitted from an overshoot
-	burst  float64 // sends the server serves at once
+	on      bool
+	firstEp bool    // the first episode, whose served sends are the burst, until its reopen
+	fitted  bool    // rate was fitted from an overshoot
+	burst   float64 // sends the server serves at once
 	// fitRate is the paced rate set at fitAt, from which it climbs.
 	fitRate float64
 	fitAt   time.Time
@@ -72,10 +73,11 @@ const (
 // the burst is let go. Reservations made before the hold are forgotten.
 func (a *adaptive) begin(now time.Time) {
 	r := &a.rel
-	if !r.on || now.Before(r.reopen) || !r.epStart.Before(r.reopen) {
+	if !r.begins(now) {
 		return
 	}
-	if r.epStart.Equal(a.first) {
+	if r.firstEp {
+		r.firstEp = false
 		// The first episode's served sends, late answers included, are
 		// the burst the server serves at once. The rate past it starts at
 		// twice what the cycle served.
@@ -89,6 +91,11 @@ func (a *adaptive) begin(now time.Time) {
 	// Sends still waiting for a token from before the hold go first, as
 	// part of the burst.
 	a.granted, a.lastFill = math.Min(a.granted, a.issued)+a.capacity, now
+}
+
+// begins reports whether a send at now starts an episode.
+func (r *release) begins(now time.Time) bool {
+	return r.on && !now.Before(r.reopen) && r.epStart.Before(r.reopen)
 }
 
 // releaseServed accounts for a send of the scope served at now, sent at
@@ -110,7 +117,7 @@ func (a *adaptive) releaseServed(now, sent time.Time) {
 		a.setRate(r.fitRate * (1 + (1/releaseMargin-1)*t*t*t))
 		return
 	}
-	if r.epStart.Equal(a.first) || r.epServed <= r.burst {
+	if r.firstEp || r.epServed <= r.burst {
 		return // the first episode, or the burst: nothing paced yet
 	}
 	r.stepServed++
@@ -125,9 +132,6 @@ func (a *adaptive) releaseServed(now, sent time.Time) {
 func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	r := &a.rel
 	start := r.epStart
-	if !r.on {
-		start = a.first
-	}
 	reopen := now.Add(hint)
 	// What the episode's sends were served at over the whole cycle, hold
 	// included: a window's capacity over its period.
