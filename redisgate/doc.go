@@ -71,6 +71,24 @@
 // WithInferredQuota(false) turns it off; gates sharing a prefix should
 // agree on it.
 //
+// # Pace
+//
+// The gate is a heed.PaceGate: it keeps, per scope, the state heed paces a
+// throttled scope by, so that every process of a fleet paces it as one
+// sender (see heed.PaceGate and docs/pacing.md). The state is heed's own
+// bytes, kept beside the scope's hash in a hash of two fields, named the
+// scope's hash's name followed by ":pace": v, a version every write
+// increments, and s, the state. Pace reads it, runs heed's update, and
+// writes the result only if the version is still the one it read; else it
+// runs the update again on what it has become, up to 16 times, waiting a
+// random time that grows a little each try. The hash expires
+// heed.PaceKeep after its last write. A key that is not such a hash is
+// read as no state, and replaced. A paced send costs two or three Redis
+// round trips more (a token, an answer, and a read per recheck of a
+// waiting send); a scope never throttled with a hint of a second or more
+// costs none. When Redis fails, Pace returns its error and the Transport
+// paces on its own copy for a second before it asks again.
+//
 // # Failing open
 //
 // Redis is an aid, never a dependency: every Redis call is bounded by
