@@ -35,6 +35,10 @@ type adaptive struct {
 	// it, once joined (pace.go); nil: the pace is this Transport's alone.
 	shared *sharedPace
 	joined bool
+	// counted: joined at a hold found elsewhere before the pace started,
+	// so that this Transport's served sends are in the gate's first
+	// episode already
+	counted bool
 	// downUntil: the gate's last pace call failed, and this copy paces
 	// until then; zero: the gate's answers
 	downUntil time.Time
@@ -51,11 +55,12 @@ type adaptive struct {
 	count    float64
 	measured float64
 
-	// recent holds when this Transport's latest served sends went, up to
-	// releaseKeep of them, oldest at recentAt once full: the first
-	// episode's burst is counted from it.
-	recent   [releaseKeep]time.Time
-	recentN  int
+	// recent holds when this Transport's latest served sends went, in
+	// Unix nanoseconds, up to recentKeep of them, oldest at recentAt once
+	// full: the first episode's burst is counted from it. Kept once the
+	// Transport has had two sends of the scope in flight: a lone caller's
+	// start no pace.
+	recent   []int64
 	recentAt int
 
 	paceState
@@ -273,31 +278,32 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	if a.ceil.on.Load() {
 		defer a.ceil.answer()
 	}
-	if !throttled {
+	if !throttled && level > 0 {
 		a.served(sent)
-	} else if hint >= paceHintLimit && (a.enabled || others > 0 || a.peak > 1) {
+	}
+	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.peak > 1) {
 		a.join(now, hint, false)
 	}
 	if !a.sharing() {
-		a.paced(now, sent, throttled, hint, others)
+		a.paced(now, sent, level, throttled, hint, others)
 	} else {
-		a.pacedShared(now, sent, throttled, hint, others)
+		a.pacedShared(now, sent, level, throttled, hint, others)
 	}
 	return false
 }
 
 // pacedShared is paced on the gate's pace.
-func (a *adaptive) pacedShared(now, sent time.Time, throttled bool, hint time.Duration, others int64) {
-	a.through(func() { a.paced(now, sent, throttled, hint, others) }, nil)
+func (a *adaptive) pacedShared(now, sent time.Time, level int64, throttled bool, hint time.Duration, others int64) {
+	a.through(func() { a.paced(now, sent, level, throttled, hint, others) }, nil)
 }
 
 // paced is answered's part that sets the pace.
-func (a *adaptive) paced(now, sent time.Time, throttled bool, hint time.Duration, others int64) {
+func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint time.Duration, others int64) {
 	// A lone caller, one send at a time, makes no herd: the server's hints
 	// pace it. The limiter starts when a throttle comes while other sends
 	// of the scope are in flight.
 	if !a.enabled && (!throttled || others <= 0) {
-		if !throttled && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
+		if !throttled && level > 0 && a.joined && a.counted && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
 			// Joined at a hold found elsewhere, before the pace started:
 			// served in the first episode, which the Transport that starts
 			// it counts on.
@@ -369,8 +375,12 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 			start = a.first
 		}
 		n := a.servedIn(start, sent.Add(now.Sub(sent)/2))
+		if a.counted {
+			n = 0 // in the gate's count since this Transport joined
+		}
 		if !a.joined || a.rel.epStart.Before(start.Add(-hint)) {
-			a.rel.epServed = 0 // none added, or added too long ago
+			a.rel.epServed = n // none added, or added too long ago
+			n = 0
 		}
 		a.enabled, a.lastFill = true, now
 		a.active.Store(true)
@@ -440,22 +450,29 @@ func (a *adaptive) measure(now time.Time) {
 	}
 }
 
+// recentKeep bounds the served sends a Transport keeps for a first
+// episode's burst: a burst larger is learned as this.
+const recentKeep = 1024
+
 // served records a served send of this Transport, sent at sent.
 func (a *adaptive) served(sent time.Time) {
-	if a.recentN < len(a.recent) {
-		a.recent[a.recentN] = sent
-		a.recentN++
+	if a.peak < 2 {
 		return
 	}
-	a.recent[a.recentAt] = sent
+	if len(a.recent) < recentKeep {
+		a.recent = append(a.recent, sent.UnixNano())
+		return
+	}
+	a.recent[a.recentAt] = sent.UnixNano()
 	a.recentAt = (a.recentAt + 1) % len(a.recent)
 }
 
 // servedIn counts this Transport's served sends that went in [from, to).
 func (a *adaptive) servedIn(from, to time.Time) float64 {
+	f, t := from.UnixNano(), to.UnixNano()
 	n := 0
-	for _, t := range a.recent[:a.recentN] {
-		if !t.Before(from) && t.Before(to) {
+	for _, s := range a.recent {
+		if s >= f && s < t {
 			n++
 		}
 	}

@@ -71,19 +71,27 @@ const paceRetry = time.Second
 // that starts it keeps if it starts within a hint. Sends waiting on this Transport's
 // tokens take as many of the gate's.
 func (a *adaptive) join(now time.Time, hint time.Duration, elsewhere bool) {
-	if a.shared == nil || a.joined {
+	if a.shared == nil || a.joined || (!a.downUntil.IsZero() && now.Before(a.downUntil)) {
 		return
 	}
-	a.joined = true
 	own := a.paceState
 	own.rel.served = slices.Clone(own.rel.served)
 	waiting := math.Max(own.issued-own.granted, 0)
 	var shift float64
+	pending := false
 	ran, err := a.shared.update(func(old []byte) []byte {
+		shift, pending = 0, false
 		if !a.paceState.decode(old) {
+			// No pace in the gate: this Transport's becomes it, tokens
+			// and all.
 			a.paceState = own
 			a.rel.served = slices.Clone(own.rel.served)
 			a.rel.epServed = 0 // this Transport's served, below
+		} else {
+			// The gate's numbering goes on; this Transport's waiting
+			// sends take the next tokens in it.
+			shift = a.issued - own.granted
+			a.issued += waiting
 		}
 		switch {
 		case !a.enabled && elsewhere:
@@ -91,6 +99,7 @@ func (a *adaptive) join(now time.Time, hint time.Duration, elsewhere bool) {
 				a.rel.epStart, a.rel.epServed = now, 0
 			}
 			a.rel.epServed += a.servedIn(now.Add(-hint), now)
+			pending = true
 		case a.rel.firstEp:
 			to := a.rel.epRefused
 			if to.IsZero() {
@@ -98,14 +107,18 @@ func (a *adaptive) join(now time.Time, hint time.Duration, elsewhere bool) {
 			}
 			a.rel.epServed += a.servedIn(a.rel.epStart, to)
 		}
-		shift = a.issued - own.granted
-		a.issued += waiting
 		return a.paceState.encode()
 	})
-	a.outcome(ran, err, own)
-	if a.sharing() {
-		a.gen, a.shift = a.gen+1, shift
+	if err != nil {
+		// Not joined: this Transport paces alone, and asks again at its
+		// next throttle or hold found elsewhere, a paceRetry on.
+		a.paceState = own
+		a.downUntil = time.Now().Add(paceRetry)
+		return
 	}
+	_ = ran
+	a.joined, a.downUntil, a.counted = true, time.Time{}, pending
+	a.gen, a.shift = a.gen+1, shift
 	// Every answer of a joined Transport is the gate's to count.
 	a.active.Store(true)
 }

@@ -71,8 +71,9 @@ type socketServer struct {
 }
 
 // socketGrace is how long after a refusal is written the client may still
-// be reading it: a request that arrives within it was sent before.
-const socketGrace = 10 * time.Millisecond
+// be reading it: a request that arrives within it was sent before. The
+// race detector slows the client's reading several times over.
+var socketGrace = map[bool]time.Duration{false: 10 * time.Millisecond, true: 50 * time.Millisecond}[raceEnabled]
 
 func newSocketServer(t *testing.T, lim limiter, hint func(time.Duration) http.Header, latency time.Duration) *socketServer {
 	s := &socketServer{lim: lim, hint: hint, latency: latency}
@@ -270,7 +271,7 @@ func TestSocketCheckCatchesAnEarlySend(t *testing.T) {
 					if resp.StatusCode == http.StatusOK {
 						break
 					}
-					time.Sleep(20 * time.Millisecond) // well inside the second it gave
+					time.Sleep(100 * time.Millisecond) // well inside the second it gave, past the grace
 				}
 			}
 		})
