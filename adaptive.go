@@ -35,10 +35,6 @@ type adaptive struct {
 	// it, once joined (pace.go); nil: the pace is this Transport's alone.
 	shared *sharedPace
 	joined bool
-	// counted: joined at a hold found elsewhere before the pace started,
-	// so that this Transport's served sends are in the gate's first
-	// episode already
-	counted bool
 	// downUntil: the gate's last pace call failed, and this copy paces
 	// until then; zero: the gate's answers
 	downUntil time.Time
@@ -282,7 +278,7 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 		a.served(sent)
 	}
 	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.peak > 1) {
-		a.join(now, hint, false)
+		a.join(now, hint)
 	}
 	if !a.sharing() {
 		a.paced(now, sent, level, throttled, hint, others)
@@ -303,10 +299,9 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	// pace it. The limiter starts when a throttle comes while other sends
 	// of the scope are in flight.
 	if !a.enabled && (!throttled || others <= 0) {
-		if !throttled && level > 0 && a.joined && a.counted && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
-			// Joined at a hold found elsewhere, before the pace started:
-			// served in the first episode, which the Transport that starts
-			// it counts on.
+		if !throttled && level > 0 && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
+			// Joined before the pace started: served in the first
+			// episode, which the Transport that starts it counts on.
 			a.rel.epServed++
 		}
 		return
@@ -374,17 +369,13 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 		if start.Before(a.first) {
 			start = a.first
 		}
-		n := a.servedIn(start, sent.Add(now.Sub(sent)/2))
-		if a.counted {
-			n = 0 // in the gate's count since this Transport joined
-		}
-		if !a.joined || a.rel.epStart.Before(start.Add(-hint)) {
-			a.rel.epServed = n // none added, or added too long ago
-			n = 0
-		}
+		if !a.joined || a.rel.epStart.IsZero() || a.rel.epStart.Before(start.Add(-hint)) {
+			// Alone, or what was added is too old: this Transport's.
+			a.rel.epServed = a.servedIn(start, sent.Add(now.Sub(sent)/2))
+		} // else: what each joined Transport added as it joined, this one's included, and since
 		a.enabled, a.lastFill = true, now
 		a.active.Store(true)
-		a.rel.epStart, a.rel.epServed, a.rel.firstEp = start, a.rel.epServed+n, true
+		a.rel.epStart, a.rel.firstEp = start, true
 	}
 	a.long, a.lastThrottle = true, now
 	a.releaseThrottled(now, sent, hint)
@@ -407,7 +398,7 @@ func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 		return
 	}
 	if a.shared != nil {
-		a.join(now, hint, true)
+		a.join(now, hint)
 		if a.joined && a.downUntil.IsZero() {
 			return // the gate's pace has it
 		}

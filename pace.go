@@ -60,17 +60,16 @@ func (a *adaptive) sharing() bool {
 const paceRetry = time.Second
 
 // join has the limiter pace by the gate's pace from now on, once: called
-// at a throttle with a hint of a second or more of a herd, which starts
-// the pace if the gate's has not, or at a hold found elsewhere of length
-// hint. The gate's pace, if it has one, replaces
+// at a throttle with a hint of a second or more of a herd, or at a hold
+// found elsewhere, of length hint. The gate's pace, if it has one, replaces
 // this Transport's; without one, this Transport's becomes the gate's. The
 // sends this Transport had served are added to the first episode's, the
 // burst the server took at once: those that went in the episode, while it
-// lasts (until its first reopen), or, found elsewhere before the pace has
-// started, those that went within hint before now, which the Transport
-// that starts it keeps if it starts within a hint. Sends waiting on this Transport's
+// lasts (until its first reopen), or, before the pace has started, those
+// that went within hint before now, which whichever Transport starts it
+// keeps if it starts within a hint. Sends waiting on this Transport's
 // tokens take as many of the gate's.
-func (a *adaptive) join(now time.Time, hint time.Duration, elsewhere bool) {
+func (a *adaptive) join(now time.Time, hint time.Duration) {
 	if a.shared == nil || a.joined || (!a.downUntil.IsZero() && now.Before(a.downUntil)) {
 		return
 	}
@@ -78,9 +77,8 @@ func (a *adaptive) join(now time.Time, hint time.Duration, elsewhere bool) {
 	own.rel.served = slices.Clone(own.rel.served)
 	waiting := math.Max(own.issued-own.granted, 0)
 	var shift float64
-	pending := false
 	ran, err := a.shared.update(func(old []byte) []byte {
-		shift, pending = 0, false
+		shift = 0
 		if !a.paceState.decode(old) {
 			// No pace in the gate: this Transport's becomes it, tokens
 			// and all.
@@ -94,12 +92,11 @@ func (a *adaptive) join(now time.Time, hint time.Duration, elsewhere bool) {
 			a.issued += waiting
 		}
 		switch {
-		case !a.enabled && elsewhere:
+		case !a.enabled:
 			if a.rel.epStart.IsZero() || a.rel.epStart.Before(now.Add(-hint)) {
 				a.rel.epStart, a.rel.epServed = now, 0
 			}
 			a.rel.epServed += a.servedIn(now.Add(-hint), now)
-			pending = true
 		case a.rel.firstEp:
 			to := a.rel.epRefused
 			if to.IsZero() {
@@ -117,7 +114,7 @@ func (a *adaptive) join(now time.Time, hint time.Duration, elsewhere bool) {
 		return
 	}
 	_ = ran
-	a.joined, a.downUntil, a.counted = true, time.Time{}, pending
+	a.joined, a.downUntil = true, time.Time{}
 	a.gen, a.shift = a.gen+1, shift
 	// Every answer of a joined Transport is the gate's to count.
 	a.active.Store(true)
