@@ -2,6 +2,7 @@ package heed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -219,7 +220,7 @@ func checkSocket(t *testing.T, srv *socketServer, total, procs int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var next, failed atomic.Int64
+	var next, failed, deferred atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 16 {
 		client := clients[i%procs]
@@ -228,14 +229,21 @@ func checkSocket(t *testing.T, srv *socketServer, total, procs int) {
 				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/items", nil)
 				require.NoError(t, err)
 				resp, err := client.Do(req)
+				var de *heed.DeferredError
+				if errors.As(err, &de) && !de.RetryAt.IsZero() {
+					deferred.Add(1) // its wait did not fit its time: handed back, typed
+					continue
+				}
 				if err != nil {
-					failed.Add(1)
+					if failed.Add(1) == 1 {
+						t.Logf("first failure: %v", err)
+					}
 					continue
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					failed.Add(1)
+				if resp.StatusCode != http.StatusOK && failed.Add(1) == 1 {
+					t.Logf("first failure: %s", resp.Status)
 				}
 			}
 		})
@@ -244,10 +252,14 @@ func checkSocket(t *testing.T, srv *socketServer, total, procs int) {
 	n, first := srv.early()
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	t.Logf("%d requests reached the socket, %d refused, %d early", len(srv.arrivals), len(srv.refusals), n)
+	t.Logf("%d requests reached the socket, %d refused, %d early, %d deferred", len(srv.arrivals), len(srv.refusals), n, deferred.Load())
 	assert.Zero(t, n, "no send reached the socket before a time the server gave: %s", first)
 	assert.Zero(t, failed.Load(), "no request failed")
-	assert.Equal(t, total, srv.served)
+	// A request whose wait cannot fit its 30 s is handed back as a
+	// DeferredError with its RetryAt, as the contract says (a machine
+	// busy enough to starve the herd can make it so); none is lost.
+	assert.Equal(t, total, srv.served+int(deferred.Load()), "every request served or deferred")
+	assert.LessOrEqual(t, deferred.Load(), int64(total/4), "most are served")
 	assert.Positive(t, len(srv.refusals), "the limit was met: the check is real")
 }
 
