@@ -362,8 +362,8 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 	if !a.enabled {
 		// The first episode: what the server served of the sends that
-		// went within a hint before the refused one, up to halfway through
-		// its round trip, is the burst it takes at once. Transports that
+		// went within a hint before the refused one, up to its answer, is
+		// the burst it takes at once. Transports that
 		// joined the gate's pace before it started have added theirs.
 		start := sent.Add(-hint)
 		if start.Before(a.first) {
@@ -371,7 +371,7 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 		}
 		if !a.joined || a.rel.epStart.IsZero() || a.rel.epStart.Before(start.Add(-hint)) {
 			// Alone, or what was added is too old: this Transport's.
-			a.rel.epServed = a.servedIn(start, sent.Add(now.Sub(sent)/2))
+			a.rel.epServed = a.servedIn(start, now) // up to the refusal's answer: see releaseThrottled
 		} // else: what each joined Transport added as it joined, this one's included, and since
 		a.enabled, a.lastFill = true, now
 		a.active.Store(true)

@@ -137,7 +137,14 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	// included: a window's capacity over its period.
 	cycle := math.Max(reopen.Sub(start).Seconds(), releaseMinSpan.Seconds())
 	longRun := r.epServed / cycle
+	// Sends that went up to halfway through the refused one's round trip
+	// may have reached the server before it. In the first episode, up to
+	// its answer: a herd's sends race one another to the server, so one
+	// stamped after the refused one may have been served before it, and
+	// every send of the burst counts.
+	cut := sent.Add(now.Sub(sent) / 2)
 	if !r.on {
+		cut = now
 		r.on = true
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity = r.burst
@@ -162,9 +169,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		a.setRate(math.Max(a.fillRate/2, longRun))
 		a.capacity = math.Min(2*a.capacity, r.burst)
 	}
-	// Sends that went up to halfway through the refused one's round trip
-	// may have reached the server before it.
-	r.reopen, r.epRefused = reopen, sent.Add(now.Sub(sent)/2)
+	r.reopen, r.epRefused = reopen, cut
 }
 
 // fit returns the highest rate, beyond the burst, at which the episode's
