@@ -25,9 +25,8 @@ type adaptive struct {
 	active   atomic.Bool  // enabled, read without the lock
 	inflight atomic.Int64 // this Transport's sends gone and not yet answered
 
-	sends     int64 // this Transport's sends gone, ever
-	throttles int64 // their answers throttled, ever
-	peak      int64 // the most of its sends in flight at once, ever: 1, a lone caller
+	sends int64 // this Transport's sends gone, ever
+	peak  int64 // the most of its sends in flight at once, ever: 1, a lone caller
 
 	ceil ceiling // the learned cap on sends in flight (concurrency.go)
 
@@ -263,7 +262,6 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if throttled {
-		a.throttles++
 		if hint == 0 && others > 0 && a.ceil.refused(level, sent, now, &a.inflight) {
 			a.active.Store(true)
 			return true

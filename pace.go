@@ -77,7 +77,7 @@ func (a *adaptive) join(now time.Time, hint time.Duration) {
 	own.rel.served = slices.Clone(own.rel.served)
 	waiting := math.Max(own.issued-own.granted, 0)
 	var shift float64
-	ran, err := a.shared.update(func(old []byte) []byte {
+	_, err := a.shared.update(func(old []byte) []byte {
 		shift = 0
 		if !a.paceState.decode(old) {
 			// No pace in the gate: this Transport's becomes it, tokens
@@ -113,7 +113,6 @@ func (a *adaptive) join(now time.Time, hint time.Duration) {
 		a.downUntil = time.Now().Add(paceRetry)
 		return
 	}
-	_ = ran
 	a.joined, a.downUntil = true, time.Time{}
 	a.gen, a.shift = a.gen+1, shift
 	// Every answer of a joined Transport is the gate's to count.
