@@ -53,9 +53,9 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		rt.heldElsewhere(now, nb)
 		base := max(nb.Sub(now), time.Millisecond)
 		level := zapcore.InfoLevel
-		if base <= QuotaRecheck {
+		if base <= rules.QuotaRecheck {
 			// Perhaps a recheck while answers that may give sends back are
-			// pending (QuotaRecheck). Whether to defer is decided against
+			// pending (rules.QuotaRecheck). Whether to defer is decided against
 			// the reset all the same, which NotBefore answers: a caller
 			// whose time cannot cover it defers at once, as the contract
 			// says, rather than spend its time on sends that may not come

@@ -31,11 +31,11 @@ type Budget struct {
 	Disabled bool
 }
 
-// Budget defaults for the zero fields of a Budget.
+// The defaults for the zero fields of a Budget.
 const (
-	DefaultBudgetRatio        = 0.2
-	DefaultBudgetMinPerSecond = 10
-	DefaultBudgetWindow       = 10 * time.Second
+	budgetRatio        = 0.2
+	budgetMinPerSecond = 10
+	budgetWindow       = 10 * time.Second
 )
 
 // budgetSlots is the number of time slots a window is counted in.
@@ -60,20 +60,20 @@ func newRetryBudget(b Budget) *retryBudget {
 	ratio := b.Ratio
 	switch {
 	case ratio == 0:
-		ratio = DefaultBudgetRatio
+		ratio = budgetRatio
 	case ratio < 0:
 		ratio = 0
 	}
 	perSec := b.MinPerSecond
 	switch {
 	case perSec == 0:
-		perSec = DefaultBudgetMinPerSecond
+		perSec = budgetMinPerSecond
 	case perSec < 0:
 		perSec = 0
 	}
 	window := b.Window
 	if window <= 0 {
-		window = DefaultBudgetWindow
+		window = budgetWindow
 	}
 	slot := max(window/budgetSlots, time.Nanosecond)
 	return &retryBudget{ratio: ratio, reserve: float64(perSec) * window.Seconds(), slot: slot}

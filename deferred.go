@@ -47,8 +47,8 @@ type DeferredError struct {
 	// RetryAt is the wall-clock time the work is eligible again. Persist
 	// it.
 	RetryAt time.Time
-	// Left is the budget that remained when deciding: 0 when none remained
-	// or when the request had no budget (no context deadline and no
+	// Left is the time that remained when deciding: 0 when none remained
+	// or when the request had no time limit (no context deadline and no
 	// Policy.MaxElapsed), in which case Wait exceeded Policy.MaxWait.
 	Left time.Duration
 	// Err is the last transport error, if any.

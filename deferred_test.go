@@ -69,7 +69,7 @@ func TestDesignBudgetIsTheEarlierEnd(t *testing.T) {
 	}
 }
 
-// The budget test uses the wait with its jitter, and a deferral reports it.
+// The deadline test uses the wait with its jitter, and a deferral reports it.
 func TestDesignBudgetCountsJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for range 20 {
@@ -120,7 +120,7 @@ func TestDesignDeferredErrorFields(t *testing.T) {
 				assert.Equal(t, 10*time.Second, de.Left)
 				assert.Equal(t, start.Add(30*time.Second), de.RetryAt)
 			}},
-		{"Left is 0 when no budget remains", heed.Policy{MaxElapsed: 2 * time.Second}, "GET", 0, 3 * time.Second, []reply{tooMany("Retry-After", "1")},
+		{"Left is 0 when no time remains", heed.Policy{MaxElapsed: 2 * time.Second}, "GET", 0, 3 * time.Second, []reply{tooMany("Retry-After", "1")},
 			func(t *testing.T, de *heed.DeferredError, _ time.Time, _ *fakeRT) {
 				assert.Equal(t, time.Duration(0), de.Left)
 				assert.Equal(t, time.Second, de.Wait)

@@ -20,7 +20,7 @@
 //     not delivered is drained and closed (discard.go).
 //   - Hints (hint.go, httpdate.go, quota.go): the response says how long to
 //     wait, and what quota its scope has left.
-//   - The deadline decision (internal/rules/budget.go, deferred.go): a wait
+//   - The deadline decision (internal/rules/deadline.go, deferred.go): a wait
 //     that fits the caller's remaining time is slept; one that does not
 //     returns a *DeferredError at once.
 //   - The retry budget (budget.go): retries stay a share of first attempts.

@@ -8,6 +8,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // Gate holds, per scope, the time before which no request of that scope may
@@ -38,7 +40,7 @@ type QuotaGate interface {
 	// Take admits one send of scope, and returns the zero time, or returns
 	// the time to ask again: the scope's hold, or its quota's reset; or,
 	// while sends set against the spent quota are unanswered, a recheck at
-	// most QuotaRecheck ahead, since their answers may give sends back.
+	// most 10ms ahead, since their answers may give sends back.
 	// NotBefore still answers the reset.
 	Take(ctx context.Context, scope string) (time.Time, error)
 	// Done records that a send that Take admitted was answered, and the
@@ -48,13 +50,6 @@ type QuotaGate interface {
 	// context ended is answered too: ctx may be done already.
 	Done(ctx context.Context, scope string, q *Quota, served bool) error
 }
-
-// QuotaRecheck is how soon a send that a spent quota refused asks again
-// while sends set against that quota are still unanswered, since their
-// answers may give sends back. The rechecks end at the reset. A Transport
-// decides whether to wait or defer against the reset, which NotBefore
-// answers, not the recheck. See docs/inferred-quota.md.
-const QuotaRecheck = 10 * time.Millisecond
 
 // NewGate returns a Gate kept in memory, which is also a QuotaGate. Pass one
 // to several Transports with WithGate to share it between them.
@@ -177,8 +172,8 @@ func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
 	}
 	if s.known {
 		if s.avail <= 0 {
-			if s.inflightAtLowest > 0 && now.Add(QuotaRecheck).Before(s.reset) {
-				return now.Add(QuotaRecheck), 0 // an answer may give a send back
+			if s.inflightAtLowest > 0 && now.Add(rules.QuotaRecheck).Before(s.reset) {
+				return now.Add(rules.QuotaRecheck), 0 // an answer may give a send back
 			}
 			return s.reset, 0
 		}
@@ -283,7 +278,7 @@ func (g *memGate) Pace(_ context.Context, scope string, update func([]byte) []by
 	defer g.mu.Unlock()
 	p := g.paces[scope]
 	var old []byte
-	if p != nil && now.Sub(p.at) < PaceKeep {
+	if p != nil && now.Sub(p.at) < rules.PaceKeep {
 		old = p.state
 	}
 	b := update(old)
@@ -300,7 +295,7 @@ func (g *memGate) Pace(_ context.Context, scope string, update func([]byte) []by
 	if p == nil {
 		if len(g.paces) >= 64 {
 			for k, q := range g.paces {
-				if now.Sub(q.at) >= PaceKeep {
+				if now.Sub(q.at) >= rules.PaceKeep {
 					delete(g.paces, k)
 				}
 			}

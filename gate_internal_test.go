@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heed-go/heed/internal/rules"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -71,7 +72,7 @@ func TestMemGateRechecksWhileSendsInFlight(t *testing.T) {
 		{"one still in flight", 2, time.Second, 1, true},
 		{"none in flight", 0, time.Second, 0, false},
 		{"all answered", 2, time.Second, 2, false},
-		{"reset sooner than a recheck", 2, QuotaRecheck / 2, 0, false},
+		{"reset sooner than a recheck", 2, rules.QuotaRecheck / 2, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestMemGateRechecksWhileSendsInFlight(t *testing.T) {
 				}
 				want := reset
 				if tt.recheck {
-					want = time.Now().Add(QuotaRecheck)
+					want = time.Now().Add(rules.QuotaRecheck)
 				}
 				nb, err := g.Take(ctx, "s")
 				require.NoError(t, err)
@@ -133,6 +134,6 @@ func TestMemGateGivenBackSendGoesBeforeTheReset(t *testing.T) {
 		}()
 		time.Sleep(3 * time.Millisecond)
 		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 2, Reset: reset}, true))
-		assert.Equal(t, start.Add(QuotaRecheck), <-admitted, "admitted at the first recheck after the send came back")
+		assert.Equal(t, start.Add(rules.QuotaRecheck), <-admitted, "admitted at the first recheck after the send came back")
 	})
 }

@@ -86,7 +86,7 @@ func TestDesignGateWaitOverMaxWaitDefers(t *testing.T) {
 		var de *heed.DeferredError
 		require.ErrorAs(t, err, &de)
 		assert.Zero(t, de.Attempts)
-		assert.Zero(t, de.Left, "no budget: Left is 0")
+		assert.Zero(t, de.Left, "no time limit: Left is 0")
 		assert.Equal(t, "cooling down", de.Reason)
 		assert.Empty(t, rt.requests())
 	})

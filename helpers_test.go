@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/link"
 )
 
 // reply is one scripted answer of a fakeRT: a response, or an error.
@@ -188,4 +189,9 @@ func withDeadline(t *testing.T, ctx context.Context, d time.Duration) context.Co
 	ctx, cancel := context.WithTimeout(ctx, d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// policyOf returns the policy tr applies to req, every default filled in.
+func policyOf(tr *heed.Transport, req *http.Request) heed.Policy {
+	return link.Policy(tr, req).(heed.Policy)
 }

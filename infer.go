@@ -3,14 +3,18 @@
 
 package heed
 
-import "time"
+import (
+	"time"
+
+	"github.com/heed-go/heed/internal/rules"
+)
 
 // WithInferredQuota turns the inferred quota on or off. Default: off for
 // NewGate (redisgate has it on). When on, a scope whose last two episodes,
 // each from a hold's end (a reopen) to the next throttle, served the same S
 // sends over the same period P (within 5 %, P at least a second) admits at
 // most S sends from each reopen until reopen + P, as if the server had
-// published that quota, and probes S+1 every InferProbe windows. It only
+// published that quota, and probes S+1 every 8 windows. It only
 // ever holds sends longer than the server asked, only while the scope is
 // saturated, and never while a published quota is known; only a gate that
 // sees the scope's holds learns. The reasons and measurements are in
@@ -18,11 +22,6 @@ import "time"
 func WithInferredQuota(on bool) GateOption {
 	return gateOptionFunc(func(g *memGate) { g.infer = on })
 }
-
-// InferProbe is how often a learned window capacity S is probed: every
-// InferProbe-th predicted window admits one more send than S, and while
-// probes are served, the next window probes again, twice as far.
-const InferProbe = 8
 
 // newEpisode starts an episode at start, the zero time for none.
 func (s *scopeState) newEpisode(start time.Time) {
@@ -43,7 +42,7 @@ func (s *scopeState) forget() {
 // probing reports whether the current window is a probe, which admits S
 // and step more sends.
 func (s *scopeState) probing() bool {
-	return s.windows%InferProbe == 0
+	return s.windows%rules.InferProbe == 0
 }
 
 // advance ends the current episode when a hold has ended since it began
@@ -94,7 +93,7 @@ func (s *scopeState) advance(now time.Time) {
 		}
 		if s.probing() && s.episodeServed > s.capacity {
 			// The probe was served: probe again, twice as far.
-			s.capacity, s.step, s.windows = s.episodeServed, 2*s.step, InferProbe-1
+			s.capacity, s.step, s.windows = s.episodeServed, 2*s.step, rules.InferProbe-1
 		}
 		s.newEpisode(end)
 	case s.episodeStart.IsZero():

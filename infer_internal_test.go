@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heed-go/heed/internal/rules"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -167,10 +168,10 @@ func TestInferredQuotaProbeRaisesS(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := NewGate(WithInferredQuota(true)).(*memGate)
 		learn(t, g)
-		for w := 1; w <= InferProbe; w++ {
+		for w := 1; w <= rules.InferProbe; w++ {
 			n, until := capped(g, 45)
 			want := 40
-			if w == InferProbe {
+			if w == rules.InferProbe {
 				want = 41
 			}
 			require.Equal(t, want, n, "predicted window %d", w)
@@ -191,7 +192,7 @@ func TestInferredQuotaProbeRaisesS(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := NewGate(WithInferredQuota(true)).(*memGate)
 		learn(t, g)
-		for w := 1; w < InferProbe; w++ {
+		for w := 1; w < rules.InferProbe; w++ {
 			n, until := capped(g, 45)
 			require.Equal(t, 40, n)
 			serveAll(g, n)

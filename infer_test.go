@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // fixedWindow is an in-memory API with a fixed window of limit requests a
@@ -97,7 +98,7 @@ func herd(t *testing.T, gate heed.Gate, n int) *fixedWindow {
 // TestInferredQuotaHerd: a herd on a fixed window that publishes no quota
 // is throttled in its first two windows; then its gate has learned the
 // window and sends no more than it serves, but for a probe every
-// heed.InferProbe windows, and never before a time the server named.
+// rules.InferProbe windows, and never before a time the server named.
 func TestInferredQuotaHerd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := herd(t, heed.NewGate(heed.WithInferredQuota(true)), 40*20)
@@ -112,7 +113,7 @@ func TestInferredQuotaHerd(t *testing.T) {
 		}
 		t.Logf("429s: %d in the first two windows, %d after; by window: %v", first, later, api.refused)
 		assert.Positive(t, first)
-		assert.LessOrEqual(t, later, 20/heed.InferProbe+1, "a 429 for a probe at most, after two windows")
+		assert.LessOrEqual(t, later, 20/rules.InferProbe+1, "a 429 for a probe at most, after two windows")
 		assert.Zero(t, api.early, "never sent before a time the server named")
 	})
 	synctest.Test(t, func(t *testing.T) {
@@ -124,7 +125,7 @@ func TestInferredQuotaHerd(t *testing.T) {
 			total += n
 		}
 		t.Logf("429s without it: %d; by window: %v", total, api.refused)
-		assert.LessOrEqual(t, len(api.refused), 20/heed.InferProbe+3, "not throttled window after window")
+		assert.LessOrEqual(t, len(api.refused), 20/rules.InferProbe+3, "not throttled window after window")
 		assert.Zero(t, api.early)
 	})
 }

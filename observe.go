@@ -91,7 +91,7 @@ type Event struct {
 	// RetryAt is when the next attempt may go: after a retry or gate wait,
 	// or for a deferral, the time to persist.
 	RetryAt time.Time
-	// Left is the budget that remained, 0 when none did or there was none.
+	// Left is the time that remained, 0 when none did or there was no limit.
 	Left time.Duration
 	// Stop says why a retryable failure was handed over (EventGiveUp):
 	// "attempts used up", "not replay-safe", "body not replayable" or

@@ -31,13 +31,10 @@ type PaceGate interface {
 	// update may be called more than once, when the state changed under
 	// it, and must then depend only on its argument; if it returns its
 	// argument unchanged, nothing need be written. A state unchanged for
-	// PaceKeep may be forgotten. An error means the state may not have
+	// 10 minutes may be forgotten. An error means the state may not have
 	// been read or written; the Transport then paces on its own copy.
 	Pace(ctx context.Context, scope string, update func(state []byte) []byte) error
 }
-
-// PaceKeep is how long a PaceGate keeps a scope's pace without a change.
-const PaceKeep = 10 * time.Minute
 
 // sharedPace is a scope's pace kept in a PaceGate.
 type sharedPace struct {

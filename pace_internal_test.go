@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heed-go/heed/internal/rules"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -123,7 +124,7 @@ func FuzzPaceState(f *testing.F) {
 	})
 }
 
-// TestMemGatePace: heed's own gate keeps a scope's pace for PaceKeep after
+// TestMemGatePace: heed's own gate keeps a scope's pace for rules.PaceKeep after
 // its last change, forgets it after, deletes it on nil, and writes nothing
 // for an update that changes nothing.
 func TestMemGatePace(t *testing.T) {
@@ -139,10 +140,10 @@ func TestMemGatePace(t *testing.T) {
 		assert.Equal(t, []byte("a"), seen)
 		assert.Nil(t, seenOf(t, g, "other"), "scopes apart")
 
-		time.Sleep(PaceKeep - time.Second)
+		time.Sleep(rules.PaceKeep - time.Second)
 		require.NoError(t, g.Pace(ctx, "s", look), "a look is no change")
 		time.Sleep(time.Second)
-		assert.Nil(t, seenOf(t, g, "s"), "forgotten PaceKeep after its last change")
+		assert.Nil(t, seenOf(t, g, "s"), "forgotten rules.PaceKeep after its last change")
 
 		require.NoError(t, g.Pace(ctx, "s", func([]byte) []byte { return []byte("b") }))
 		require.NoError(t, g.Pace(ctx, "s", func([]byte) []byte { return nil }))

@@ -40,7 +40,7 @@ type Policy struct {
 	// MaxAttempts is the number of attempts including the first. Default 5.
 	// 1 never retries.
 	MaxAttempts int
-	// MaxElapsed is the budget for one RoundTrip beside the context
+	// MaxElapsed is the time one RoundTrip may spend, beside the context
 	// deadline: the earlier of the two ends it. It bounds waiting, not an
 	// attempt in flight; use the context or http.Client.Timeout for that.
 	// Default: none.
@@ -58,7 +58,7 @@ type Policy struct {
 	// before it. Default 0.
 	Jitter time.Duration
 	// Reserve is the least time kept for the next attempt itself when
-	// deciding whether a wait fits the budget. The duration of the attempt
+	// deciding whether a wait fits the time left. The duration of the attempt
 	// just made is used when it is larger. Default 0.
 	Reserve time.Duration
 	// Classify decides what each response or error means.

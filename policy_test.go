@@ -78,10 +78,10 @@ func TestScopeGroupsRoutes(t *testing.T) {
 
 func TestTransportPolicyFillsDefaults(t *testing.T) {
 	tr := heed.New(nil, heed.WithRoute("POST /v1/", heed.Policy{MaxAttempts: 2, KeyHeader: "idempotency-key"}))
-	p := tr.Policy(mustReq("POST", nil))
+	p := policyOf(tr, mustReq("POST", nil))
 	assert.Equal(t, "default", p.Name, "mustReq's path /up matches no route")
 	req, _ := http.NewRequest("POST", "https://x.example/v1/a", nil)
-	p = tr.Policy(req)
+	p = policyOf(tr, req)
 	assert.Equal(t, "POST /v1/", p.Name)
 	assert.Equal(t, 2, p.MaxAttempts)
 	assert.Equal(t, heed.DefaultMaxWait, p.MaxWait)

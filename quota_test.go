@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 )
 
 func TestPublishedQuotaLimitsTheScope(t *testing.T) {
@@ -389,7 +390,7 @@ func TestPublishedQuotaWhileSendsInFlight(t *testing.T) {
 				require.NoError(t, err)
 				resp.Body.Close()
 				require.Len(t, sent, 3)
-				recheck := asked.Add(heed.QuotaRecheck)
+				recheck := asked.Add(rules.QuotaRecheck)
 				assert.False(t, sent[2].Before(recheck), "not before the send came back: %v", sent[2].Sub(start))
 				assert.LessOrEqual(t, sent[2].Sub(recheck), time.Millisecond, "at the recheck, not the reset: %v", sent[2].Sub(start))
 			})

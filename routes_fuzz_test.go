@@ -84,7 +84,7 @@ func FuzzRoutes(f *testing.F) {
 		} else if fresh := r.lookup(req, routeKey{cmp.Or(method, http.MethodGet), host, req.URL.EscapedPath()}); fresh != p {
 			t.Fatalf("lookup gave %v, match gave %v", fresh, p)
 		}
-		got := tr.Policy(req).Name
+		got := tr.policyFor(req).public.Name
 		if want := "default"; p != nil {
 			want = p.name
 			if got != want {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/heed-go/heed/internal/link"
 	"github.com/heed-go/heed/internal/rules"
 )
 
@@ -101,11 +102,11 @@ func (t *Transport) policyFor(req *http.Request) *policy {
 	return t.fallbackPolicy
 }
 
-// Policy returns the policy that applies to req, with every default filled
-// in. Scope stays empty when it defaults to the request's host. It serves
-// adapters that make heed's decisions inside another client.
-func (t *Transport) Policy(req *http.Request) Policy {
-	return t.policyFor(req).public
+// init lets the retryable adapter resolve a request's policy (internal/link).
+func init() {
+	link.Policy = func(t http.RoundTripper, req *http.Request) any {
+		return t.(*Transport).policyFor(req).public
+	}
 }
 
 // scope returns the in-process state of scope, p's retry budget in it
@@ -144,13 +145,13 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 
 // RoundTrip sends req, retrying as its policy says. It returns the last
 // response or error as it is, or a *DeferredError when a wait does not fit
-// the remaining budget. It never changes req, and closes req.Body exactly
+// the time that remains. It never changes req, and closes req.Body exactly
 // once (or leaves that to the inner transport once it has handed it over).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.policyFor(req)
 	ctx := req.Context()
 	start := time.Now()
-	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: rules.NewBudget(ctx, start, p.maxElapsed)}
+	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: rules.NewDeadline(ctx, start, p.maxElapsed)}
 	if p.maxAttempts > 1 {
 		body, err := prepareBody(req, t.bodyBound)
 		if err != nil {
@@ -207,11 +208,11 @@ type roundTrip struct {
 	p        *policy
 	req      *http.Request
 	ctx      context.Context
-	deadline rules.Budget // the time this RoundTrip may spend
-	retries  *retryBudget // the scope's retry budget; nil: none
-	local    *scopeLocal  // what this Transport keeps of the scope
-	known    *known       // the policy's Limit in the scope; nil: none
-	slotAt   time.Time    // when the current send took a Limit slot; zero: none
+	deadline rules.Deadline // the time this RoundTrip may spend
+	retries  *retryBudget   // the scope's retry budget; nil: none
+	local    *scopeLocal    // what this Transport keeps of the scope
+	known    *known         // the policy's Limit in the scope; nil: none
+	slotAt   time.Time      // when the current send took a Limit slot; zero: none
 	// ceilingHeld: the current send holds a slot under the learned cap
 	ceilingHeld bool
 	spared      int // refusals for the sends in flight, not counted as attempts

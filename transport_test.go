@@ -235,7 +235,7 @@ func TestDeferWhenWaitDoesNotFit(t *testing.T) {
 		{"hint over MaxWait without deadline", heed.Policy{}, 0, tooMany("Retry-After", "61"), 0, true, 61 * time.Second, 0},
 		{"hint at MaxWait is waited", heed.Policy{}, 0, tooMany("Retry-After", "60"), 0, false, 60 * time.Second, 0},
 		{"custom MaxWait", heed.Policy{MaxWait: 5 * time.Second}, 0, tooMany("Retry-After", "6"), 0, true, 6 * time.Second, 0},
-		{"MaxElapsed is a budget", heed.Policy{MaxElapsed: 4 * time.Second}, 0, tooMany("Retry-After", "5"), 0, true, 5 * time.Second, 4 * time.Second},
+		{"MaxElapsed is a time limit", heed.Policy{MaxElapsed: 4 * time.Second}, 0, tooMany("Retry-After", "5"), 0, true, 5 * time.Second, 4 * time.Second},
 		{"earlier of MaxElapsed and deadline", heed.Policy{MaxElapsed: 20 * time.Second}, 4 * time.Second, tooMany("Retry-After", "5"), 0, true, 5 * time.Second, 4 * time.Second},
 		{"exactly fits", heed.Policy{}, 5 * time.Second, tooMany("Retry-After", "5"), 0, false, 5 * time.Second, 0},
 		{"Reserve keeps time for the attempt", heed.Policy{Reserve: time.Second}, 5 * time.Second, tooMany("Retry-After", "5"), 0, true, 5 * time.Second, 5 * time.Second},
@@ -370,7 +370,7 @@ func TestGateDefersBeforeSending(t *testing.T) {
 		assert.Empty(t, rt.requests())
 		assert.Equal(t, 1, body.closes(), "the caller's body is closed once though never sent")
 
-		// With room in the budget, the gate is waited out.
+		// With time left, the gate is waited out.
 		start := time.Now()
 		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/x", nil))
 		require.NoError(t, err)

@@ -60,7 +60,7 @@ const (
 	// AttrAttempt is the attempt a decision follows, 1 for the first (span
 	// events).
 	AttrAttempt = attribute.Key("heed.attempt")
-	// AttrLeftSeconds is the budget that remained when a deferral was
+	// AttrLeftSeconds is the time that remained when a deferral was
 	// decided, in seconds (span events).
 	AttrLeftSeconds = attribute.Key("heed.left.seconds")
 	// AttrStop says why a retryable failure was handed over unretried:

@@ -17,7 +17,7 @@
 // the time the job may be checked again.
 //
 // Failures of a check itself are the business of the check's own heed
-// Transport, with a budget of its own: a 5xx from the status endpoint says
+// Transport, with a time limit of its own: a 5xx from the status endpoint says
 // nothing about the job. When that Transport defers, Poll returns a
 // *CheckError that wraps the *heed.DeferredError. RetryAt reads the time to
 // come back from either error.

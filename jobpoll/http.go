@@ -15,7 +15,7 @@ import (
 
 // Defaults of HTTPChecker.
 const (
-	// DefaultCheckElapsed is the budget of one status check, retries and
+	// DefaultCheckElapsed is the time limit of one status check, retries and
 	// waits included, of the client HTTPChecker uses when its Client is
 	// nil. It is separate from the job's deadline.
 	DefaultCheckElapsed = 30 * time.Second
@@ -25,7 +25,7 @@ const (
 )
 
 // defaultClient sends the status checks of HTTPCheckers without a Client:
-// its heed Transport retries each check within a budget of its own.
+// its heed Transport retries each check within a time limit of its own.
 var defaultClient = &http.Client{Transport: heed.New(nil, heed.WithPolicy(heed.Policy{
 	Name:       "jobpoll",
 	MaxElapsed: DefaultCheckElapsed,
@@ -44,7 +44,7 @@ type HTTPChecker struct {
 	// version. Accept defaults to application/json. Default: none.
 	Header http.Header
 	// Client sends the status requests. Give it a heed Transport of its
-	// own, so that a failed check is retried within a budget separate from
+	// own, so that a failed check is retried within a time limit separate from
 	// the job's deadline (heed.Policy.MaxElapsed). Default: a client shared
 	// by all HTTPCheckers without one, whose Transport is heed.New(nil,
 	// heed.WithPolicy(heed.Policy{Name: "jobpoll", MaxElapsed: 30s})).

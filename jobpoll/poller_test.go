@@ -372,7 +372,7 @@ func TestPollStates(t *testing.T) {
 }
 
 // TestPollCheckFailures asserts that a failed status check is the
-// transport's business: retried within its own budget, then surfaced as a
+// transport's business: retried within its own time limit, then surfaced as a
 // *CheckError that says nothing about the job.
 func TestPollCheckFailures(t *testing.T) {
 	t.Run("5xx retried by the transport, then surfaced", func(t *testing.T) {

@@ -82,7 +82,7 @@
 // writes the result only if the version is still the one it read; else it
 // runs the update again on what it has become, up to 16 times, waiting a
 // random time that grows a little each try. The hash expires
-// heed.PaceKeep after its last write. A key that is not such a hash is
+// 10 minutes after its last write. A key that is not such a hash is
 // read as no state, and replaced. A paced send costs two or three Redis
 // round trips more (a token, an answer, and a read per recheck of a
 // waiting send); a scope never throttled with a hint of a second or more

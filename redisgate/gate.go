@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // expiryMargin is how long a scope's hash outlives the last time it needs:
@@ -137,14 +138,14 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 
 // Take admits one send of scope and returns the zero time, or returns the
 // time to ask again: the scope's hold, or its spent quota's reset, or a
-// recheck heed.QuotaRecheck ahead while sends set against that quota are
+// recheck 10ms ahead while sends set against that quota are
 // unanswered (heed.QuotaGate). When Redis fails, the local gate, which
 // knows this process's holds and the quotas its responses published,
 // answers instead.
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 	now := g.now()
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
-		return g.run(ctx, takeScript, scope, g.args(now, scope, heed.QuotaRecheck.Milliseconds(), g.inferArg(), heed.InferProbe)).Int64Slice()
+		return g.run(ctx, takeScript, scope, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe)).Int64Slice()
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // patient is the timeout of gates in tests that want every call to
@@ -293,7 +294,7 @@ func clockedGate(t *testing.T, s *redisServer, n int) (*gate, *time.Time) {
 }
 
 // TestRecheckNoLaterThanTheReset: a send refused while sends set against
-// the quota are in flight asks again heed.QuotaRecheck later, or at the
+// the quota are in flight asks again rules.QuotaRecheck later, or at the
 // reset if that comes first. (TestQuotaMatchesMemGate has the rest.)
 func TestRecheckNoLaterThanTheReset(t *testing.T) {
 	s := startRedis(t)
@@ -303,7 +304,7 @@ func TestRecheckNoLaterThanTheReset(t *testing.T) {
 		recheck bool // want a recheck, not the reset
 	}{
 		{"reset later", time.Second, true},
-		{"reset sooner", heed.QuotaRecheck / 2, false},
+		{"reset sooner", rules.QuotaRecheck / 2, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,7 +313,7 @@ func TestRecheckNoLaterThanTheReset(t *testing.T) {
 			require.NoError(t, g.Done(t.Context(), "s", &heed.Quota{Remaining: 0, Reset: reset}, true))
 			want := reset
 			if tt.recheck {
-				want = clock.Add(heed.QuotaRecheck)
+				want = clock.Add(rules.QuotaRecheck)
 			}
 			at, err := g.Take(t.Context(), "s")
 			require.NoError(t, err)
@@ -332,7 +333,7 @@ func TestDoneAfterTheContextEnded(t *testing.T) {
 	require.NoError(t, g.Done(t.Context(), "s", &heed.Quota{Remaining: 0, Reset: reset}, true))
 	at, err := g.Take(t.Context(), "s")
 	require.NoError(t, err)
-	require.Equal(t, clock.Add(heed.QuotaRecheck), at, "a recheck while the first is in flight")
+	require.Equal(t, clock.Add(rules.QuotaRecheck), at, "a recheck while the first is in flight")
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
 	require.NoError(t, g.Done(ended, "s", nil, true))

@@ -37,13 +37,13 @@ var errPaceBusy = errors.New("the pace changed under every try")
 // Pace replaces scope's pace with what update returns for it, if no other
 // call changed it meanwhile, and otherwise calls update again on what it
 // has become, up to paceTries times: a hash of two fields, v, a version
-// that every write increments, and s, the state, which expires PaceKeep
+// that every write increments, and s, the state, which expires rules.PaceKeep
 // after its last change (at most the horizon). A key that is not such a
 // hash is read as no state, and replaced. When Redis fails, Pace returns
 // its error, and a Transport paces on its own copy.
 func (g *gate) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
 	key := g.paceKey(scope)
-	keep := min(heed.PaceKeep, Horizon).Milliseconds()
+	keep := min(rules.PaceKeep, Horizon).Milliseconds()
 	// Version -1 is never a key's: the first call reads.
 	version, state, write := int64(-1), []byte(nil), []byte(nil)
 	for try := range paceTries + 1 {

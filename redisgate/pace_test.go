@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // count is an update that reads a state as a decimal count and adds one.
@@ -110,7 +111,7 @@ func TestPaceUpdatesAreAtomic(t *testing.T) {
 	}
 }
 
-// TestPaceExpires: a pace lives PaceKeep after its last change, and an
+// TestPaceExpires: a pace lives rules.PaceKeep after its last change, and an
 // update that changes nothing writes nothing.
 func TestPaceExpires(t *testing.T) {
 	s := startRedis(t)
@@ -119,8 +120,8 @@ func TestPaceExpires(t *testing.T) {
 	require.NoError(t, g.Pace(ctx, "api", func([]byte) []byte { return []byte("x") }))
 	ttl, err := g.client.PTTL(ctx, g.paceKey("api")).Result()
 	require.NoError(t, err)
-	assert.Greater(t, ttl, heed.PaceKeep-time.Minute)
-	assert.LessOrEqual(t, ttl, heed.PaceKeep)
+	assert.Greater(t, ttl, rules.PaceKeep-time.Minute)
+	assert.LessOrEqual(t, ttl, rules.PaceKeep)
 	v1, err := g.client.HGet(ctx, g.paceKey("api"), "v").Result()
 	require.NoError(t, err)
 	assert.Equal(t, []byte("x"), read(t, g, "api"))

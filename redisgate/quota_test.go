@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // step is one call to a gate in a quota sequence. Times are offsets from
@@ -21,7 +22,7 @@ type step struct {
 	at    time.Duration // done: the reset; hold: the hold; sleep: until when
 	want  time.Duration // take, nb: the time answered; 0: the zero time
 	times int           // take: how many, all answered alike; 0: 1
-	soon  bool          // take: a recheck heed.QuotaRecheck after the call, not want
+	soon  bool          // take: a recheck rules.QuotaRecheck after the call, not want
 	// done: the send was throttled, not served
 	throttled bool
 }
@@ -29,7 +30,7 @@ type step struct {
 func take(want time.Duration, times int) step { return step{op: "take", want: want, times: times} }
 
 // recheck is a take refused while sends in flight may give sends back: it
-// is told to ask again heed.QuotaRecheck later, not at the reset.
+// is told to ask again rules.QuotaRecheck later, not at the reset.
 func recheck(times int) step { return step{op: "take", times: times, soon: true} }
 func done(left int64, reset time.Duration) step {
 	return step{op: "done", left: left, at: reset}
@@ -257,8 +258,8 @@ func TestQuotaMatchesMemGate(t *testing.T) {
 							require.NoError(t, err)
 							if st.soon {
 								// Redis has the time in milliseconds.
-								early := before.Truncate(time.Millisecond).Add(heed.QuotaRecheck)
-								late := time.Now().Add(heed.QuotaRecheck)
+								early := before.Truncate(time.Millisecond).Add(rules.QuotaRecheck)
+								late := time.Now().Add(rules.QuotaRecheck)
 								assert.True(t, !got.Before(early) && !got.After(late), "%s: %s: take %d: got %v, want a recheck in [%v, %v]", g.name, where, n, got, early, late)
 							} else {
 								assert.True(t, at(st.want).Equal(got), "%s: %s: take %d: got %v", g.name, where, n, got)

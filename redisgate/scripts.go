@@ -178,10 +178,10 @@ return u
 
 // takeScript admits one send and returns {0, its bucket, its episode}, or
 // returns {the time to ask again, -1, 0}: heed's memGate.take. ARGV[6] is
-// heed.QuotaRecheck in milliseconds: while sends set against a spent quota
+// rules.QuotaRecheck in milliseconds: while sends set against a spent quota
 // are unanswered, one of them may give its send back, and the refused send
 // asks again that soon rather than at the reset. ARGV[7] is 1 when the
-// gate infers quotas, and ARGV[8] is heed.InferProbe. A refusal saves the
+// gate infers quotas, and ARGV[8] is rules.InferProbe. A refusal saves the
 // hash only when it is dirty: its episode changed, or the prelude set it.
 var takeScript = redis.NewScript(prelude + `
 if u > now then

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/internal/link"
 )
 
 // MaxRetries is the value Configure gives Client.RetryMax: high enough that
@@ -74,7 +75,7 @@ type adapter struct {
 // policy returns the policy of the route req matches, every default filled
 // in.
 func (a *adapter) policy(req *http.Request) heed.Policy {
-	return a.t.Policy(req)
+	return link.Policy(a.t, req).(heed.Policy)
 }
 
 // prepareRetry runs before every retry with retryablehttp's own copy of the

@@ -68,7 +68,7 @@ func (a *adapter) checkRetry(ctx context.Context, resp *http.Response, err error
 
 	base, wait := chooseWait(resp, p, attempt, now)
 
-	b := rules.NewBudget(ctx, start, p.MaxElapsed)
+	b := rules.NewDeadline(ctx, start, p.MaxElapsed)
 	reserve := p.Reserve
 	if at != nil {
 		reserve = max(reserve, at.took)

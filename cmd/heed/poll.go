@@ -22,7 +22,7 @@ const pollUsage = `usage: heed poll --terminal STATE,... [--state-field status] 
 
 Checks a job's status URL until the job reaches a terminal state, and exits
 0 only if that state is a success. Each check is a GET through heed, which
-retries it within a budget of its own (--check-deadline); the state is read
+retries it within a time limit of its own (--check-deadline); the state is read
 from the JSON field --state-field: "status", "properties.status",
 "jobs[0].state". States match case-insensitively. Between checks it waits as
 long as the status response asks (Retry-After), never less than 1s, else
@@ -60,7 +60,7 @@ func runPoll(args []string, stdout, stderr io.Writer) int {
 		"any state in neither list is an error (exit 65). Default: every other state")
 	fs.Var(&success, "success", "comma-separated terminal `states` that are a success (default: the first --terminal state)")
 	deadline := fs.Duration("deadline", 10*time.Minute, "how long to follow the job; 0: no limit")
-	checkDeadline := fs.Duration("check-deadline", jobpoll.DefaultCheckElapsed, "budget of one check, its retries and waits included; 0: none")
+	checkDeadline := fs.Duration("check-deadline", jobpoll.DefaultCheckElapsed, "time limit of one check, its retries and waits included; 0: none")
 	interval := fs.Duration("interval", jobpoll.DefaultFirstBackoff, "first wait between checks when the server gives no hint")
 	maxInterval := fs.Duration("max-interval", jobpoll.DefaultMaxBackoff, "longest wait between checks when the server gives no hint")
 	var headers headerFlags

@@ -54,7 +54,7 @@ func (e *APIError) Error() string {
 }
 
 // Policies: the create and the status checks each get a heed Transport
-// with a budget of its own; the two share one gate, so a 429 on either
+// with a time limit of its own; the two share one gate, so a 429 on either
 // cools both. A worker does not sit on a long wait: past MaxWait, heed
 // defers, and the job is stored with its RetryAt for a later run.
 var (

@@ -27,18 +27,18 @@ func TestRedactURL(t *testing.T) {
 	assert.Empty(t, RedactURL(nil))
 }
 
-func TestBudget(t *testing.T) {
+func TestDeadline(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(10*time.Second))
 	defer cancel()
-	b := NewBudget(ctx, start, 4*time.Second)
+	b := NewDeadline(ctx, start, 4*time.Second)
 	assert.Equal(t, start.Add(4*time.Second), b.End, "the earlier end wins")
 	assert.Equal(t, 4*time.Second, b.Left(start))
 	assert.Zero(t, b.Left(start.Add(time.Minute)))
 	assert.True(t, b.Fits(start, 3*time.Second, 3*time.Second, time.Minute, time.Second))
 	assert.False(t, b.Fits(start, 3*time.Second, 3*time.Second, time.Minute, 2*time.Second), "reserve counts")
 	assert.False(t, b.Fits(start, 2*time.Minute, 0, time.Minute, 0), "over MaxWait")
-	none := NewBudget(context.Background(), start, 0)
+	none := NewDeadline(context.Background(), start, 0)
 	assert.False(t, none.Bound)
 	assert.Zero(t, none.Left(start))
 	assert.True(t, none.Fits(start, time.Minute, time.Hour, time.Minute, 0))
