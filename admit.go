@@ -41,7 +41,7 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		nb, now, rt.episode, err = rt.t.admit.take(rt.ctx, rt.scope, now)
 		if err != nil {
 			rt.taken = false
-			rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
+			rt.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
 			return now, nil
 		}
 		if nb.IsZero() {
@@ -151,7 +151,7 @@ func (rt *roundTrip) joinLine(d *decision, attempt int, level zapcore.Level) err
 		d.verdict.Reason = reasonQueueFull
 		return rt.deferred(d, attempt-1)
 	}
-	d.op = opGateWait
+	d.kind = EventGateWait
 	rt.decide(level, d)
 	return nil
 }
@@ -193,7 +193,7 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
 		}
 	}
 	if err := rt.t.admit.done(rt.ctx, rt.scope, q, served, rt.episode, now); err != nil {
-		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+		rt.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
 }
 
@@ -233,7 +233,7 @@ func (rt *roundTrip) hold(now time.Time, hint time.Duration) {
 	}
 	rt.local.throttledAt.Store(now.UnixNano())
 	if err := rt.t.gate.Hold(rt.ctx, rt.scope, until); err != nil {
-		rt.decide(zapcore.WarnLevel, &decision{op: opGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+		rt.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
 	}
 }
 

@@ -12,21 +12,11 @@ import (
 	"github.com/heed-go/heed/internal/rules"
 )
 
-// Decision names logged under the key "op".
-const (
-	opDeliver   = "deliver"    // the response or error goes to the caller
-	opRetry     = "retry"      // a retry is scheduled after a wait
-	opGiveUp    = "give up"    // a retryable failure is delivered: no retry allowed
-	opDefer     = "defer"      // the wait does not fit: *DeferredError
-	opGateWait  = "gate wait"  // the scope is cooling down: wait before sending
-	opGateError = "gate error" // the gate failed: send anyway
-	opAttempt   = "attempt"    // an attempt was answered (observers only)
-	opBudget    = "budget"     // the retry budget refused a retry
-)
-
-// decision is what one log line says.
+// decision is what one log line says, and one Event reports. Its kind,
+// as EventKind.String spells it, is logged under the key "op"; attempts are
+// given to observers only.
 type decision struct {
-	op      string
+	kind    EventKind
 	route   string
 	method  string
 	url     *url.URL
@@ -45,12 +35,13 @@ type decision struct {
 // logDecision writes one line for d at level, if the logger wants it. It
 // never logs bodies, headers, URL userinfo or query strings.
 func (t *Transport) logDecision(level zapcore.Level, d *decision) {
-	ce := t.log.Check(level, d.op)
+	op := d.kind.String()
+	ce := t.log.Check(level, op)
 	if ce == nil {
 		return
 	}
 	fields := []zap.Field{
-		zap.String("op", d.op),
+		zap.String("op", op),
 		zap.String("route", d.route),
 		zap.String("method", d.method),
 		zap.String("url", d.redacted()),

@@ -22,7 +22,7 @@ func TestLogOneLinePerDecision(t *testing.T) {
 		resp.Body.Close()
 		entries := logs.All()
 		require.Len(t, entries, 3)
-		ops := []string{"retry", "retry", "deliver"}
+		ops := []string{"retry", "retry", "delivered"}
 		for i, e := range entries {
 			m := e.ContextMap()
 			for _, k := range []string{"op", "route", "attempt", "status", "class", "reason", "wait", "left"} {
@@ -52,11 +52,11 @@ var designLogPaths = []struct {
 	replies  []reply
 	ops      []string
 }{
-	{"deliver", "GET", 0, 0, []reply{ok200}, []string{"deliver"}},
+	{"deliver", "GET", 0, 0, []reply{ok200}, []string{"delivered"}},
 	{"give up", "POST", 0, 0, []reply{boom500}, []string{"give up"}},
-	{"defer", "GET", 5 * time.Second, 0, []reply{tooMany("Retry-After", "120")}, []string{"defer"}},
-	{"gate wait then deliver", "GET", 0, 3 * time.Second, []reply{ok200}, []string{"gate wait", "deliver"}},
-	{"retry then terminal", "GET", 0, 0, []reply{tooMany("Retry-After", "1"), {status: 401}}, []string{"retry", "deliver"}},
+	{"defer", "GET", 5 * time.Second, 0, []reply{tooMany("Retry-After", "120")}, []string{"deferred"}},
+	{"gate wait then deliver", "GET", 0, 3 * time.Second, []reply{ok200}, []string{"gate wait", "delivered"}},
+	{"retry then terminal", "GET", 0, 0, []reply{tooMany("Retry-After", "1"), {status: 401}}, []string{"retry", "delivered"}},
 }
 
 func TestDesignLogOneLinePerDecision(t *testing.T) {

@@ -36,7 +36,8 @@ const (
 	EventGateError
 )
 
-// String returns the kind's name in lower case.
+// String returns the kind's name in lower case, which is also the "op"
+// of the decision's log line.
 func (k EventKind) String() string {
 	switch k {
 	case EventAttempt:
@@ -109,24 +110,13 @@ func WithObserver(observe func(Event)) Option {
 	return optionFunc(func(t *Transport) { t.observe = observe })
 }
 
-var kindOf = map[string]EventKind{
-	opDeliver:   EventDelivered,
-	opRetry:     EventRetry,
-	opGiveUp:    EventGiveUp,
-	opDefer:     EventDeferred,
-	opGateWait:  EventGateWait,
-	opGateError: EventGateError,
-	opAttempt:   EventAttempt,
-	opBudget:    EventBudget,
-}
-
 // notify gives d to the observer, if there is one.
 func (t *Transport) notify(ctx context.Context, d *decision) {
 	if t.observe == nil {
 		return
 	}
 	t.observe(Event{
-		Kind: kindOf[d.op], Context: ctx, Route: d.route, Method: d.method, URL: d.redacted(),
+		Kind: d.kind, Context: ctx, Route: d.route, Method: d.method, URL: d.redacted(),
 		Attempt: d.attempt, Status: d.status, Class: d.verdict.Class, Reason: d.verdict.Reason,
 		Wait: d.wait, Source: d.source, RetryAt: d.retryAt, Left: d.left, Stop: d.stop, Err: d.err,
 	})

@@ -292,14 +292,14 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 
 		d := decision{route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, status: rt.status, verdict: v, err: err}
 		if rt.t.observe != nil {
-			d.op = opAttempt
+			d.kind = EventAttempt
 			d.urlText = rt.redactedURL()
 			rt.t.notify(rt.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
 			rt.outAt = time.Time{}
 			rt.local.limiter.release(time.Now(), sent, level)
-			d.op = opDeliver
+			d.kind = EventDelivered
 			rt.decide(levelFor(v.Class), &d)
 			return resp, err
 		}
@@ -358,12 +358,12 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			return nil, rt.deferred(&d, attempt)
 		}
 		if !rt.retries.retry(now) {
-			d.op, d.wait, d.source, d.retryAt = opBudget, 0, "", time.Time{}
+			d.kind, d.wait, d.source, d.retryAt = EventBudget, 0, "", time.Time{}
 			d.verdict.Reason = reasonRetryBudget
 			rt.decide(zapcore.WarnLevel, &d)
 			return resp, err
 		}
-		d.op = opRetry
+		d.kind = EventRetry
 		rt.decide(zapcore.InfoLevel, &d)
 		rt.kept = rt.keep(resp, &d)
 		// Sleep until the instant decided, not a whole wait after the
@@ -416,14 +416,14 @@ func (rt *roundTrip) decide(level zapcore.Level, d *decision) {
 }
 
 func (rt *roundTrip) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {
-	d.op = opGiveUp
+	d.kind = EventGiveUp
 	d.stop = why
 	rt.decide(zapcore.WarnLevel, d)
 	return resp, err
 }
 
 func (rt *roundTrip) deferred(d *decision, attempts int) *DeferredError {
-	d.op = opDefer
+	d.kind = EventDeferred
 	rt.decide(zapcore.WarnLevel, d)
 	return &DeferredError{
 		Method:   rt.req.Method,

@@ -78,7 +78,7 @@ func (c *wireCheck) gotConn(httptrace.GotConnInfo) {
 		c.cancel(errWireDeferred)
 		return
 	}
-	d.op = opGateWait
+	d.kind = EventGateWait
 	rt.decide(zapcore.InfoLevel, &d)
 	_ = rules.Sleep(rt.ctx, wait) // a context that ends fails the send itself
 }

@@ -345,7 +345,7 @@ func describe(dec decided, a arrival) string {
 		default:
 			return fmt.Sprintf("%s → wait %s (%s)", why, dur(dec.Wait), dec.Source)
 		}
-	case "deliver":
+	case "delivered":
 		if dec.Class == "terminal" {
 			return fmt.Sprintf("terminal: %s → delivered at once, never retried", dec.Reason)
 		}
@@ -358,7 +358,7 @@ func describe(dec decided, a arrival) string {
 		return fmt.Sprintf("not resent: %s (%s)", stop, why)
 	case "budget":
 		return fmt.Sprintf("not resent: the scope's retry budget is spent (%s)", why)
-	case "defer":
+	case "deferred":
 		s := fmt.Sprintf("deferred: retry at %s (wait %s does not fit the %s left; %s)",
 			dec.RetryAt.Format("15:04:05"), dur(dec.Wait), dur(dec.Left), why)
 		if dec.Source == "gate" {
@@ -419,7 +419,7 @@ func (d *demo) playBackoff() {
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 429, 429, 429, 200)
-	d.expectOps(x, "retry", "retry", "retry", "deliver")
+	d.expectOps(x, "retry", "retry", "retry", "delivered")
 	d.expectStatus(x, 200)
 	sent, _ := splitDecisions(x.decisions)
 	for i := 0; i+1 < len(x.arrivals); i++ {
@@ -436,7 +436,7 @@ func (d *demo) playRetryAfter() {
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 429, 200)
-	d.expectOps(x, "retry", "deliver")
+	d.expectOps(x, "retry", "delivered")
 	d.expectStatus(x, 200)
 	if len(x.arrivals) >= 2 {
 		gap := x.arrivals[1].At.Sub(x.arrivals[0].At)
@@ -455,7 +455,7 @@ func (d *demo) playHTTPDate() {
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 503, 200)
-	d.expectOps(x, "retry", "deliver")
+	d.expectOps(x, "retry", "delivered")
 	d.expectStatus(x, 200)
 	if len(x.arrivals) >= 1 {
 		first := x.arrivals[0]
@@ -488,7 +488,7 @@ func (d *demo) playDeferred() {
 	x := d.call(ctx, http.MethodGet, pathBatch, "", nil)
 	d.show(x)
 	d.expectStatuses(x, 429)
-	d.expectOps(x, "defer")
+	d.expectOps(x, "deferred")
 	var ue *url.Error
 	var de *heed.DeferredError
 	switch {
@@ -559,7 +559,7 @@ func (d *demo) playQuota() {
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 429)
-	d.expectOps(x, "deliver")
+	d.expectOps(x, "delivered")
 	d.expectStatus(x, http.StatusTooManyRequests)
 	if x.err == nil {
 		fmt.Fprintf(d.out, "  its body, intact: %s\n", x.body)
@@ -603,7 +603,7 @@ func (d *demo) playKeyedPOST() {
 	d.show(x)
 	d.result(x)
 	d.expectStatuses(x, 0, 200)
-	d.expectOps(x, "retry", "deliver")
+	d.expectOps(x, "retry", "delivered")
 	d.expectStatus(x, 200)
 	_, n := d.vendor.chargesWithKey(idemKey)
 	if x.err == nil {
@@ -652,7 +652,7 @@ func urlPath(s string) string {
 // decided is one decision heed made, from its heed.Event.
 type decided struct {
 	At      time.Time // when it was reported
-	Op      string    // deliver, retry, give up, defer, budget, gate wait, gate error
+	Op      string    // the decision, as heed logs it: heed.EventKind.String()
 	Route   string
 	Method  string
 	URL     string
@@ -684,29 +684,15 @@ func (l *decisionLog) take() []decided {
 	return list
 }
 
-// opOf names each kind of decision the demo shows as heed's log does; an
-// attempt's outcome (heed.EventAttempt) is not a decision of its own: the
-// decision that follows it says what heed made of it.
-var opOf = map[heed.EventKind]string{
-	heed.EventRetry:     "retry",
-	heed.EventDeferred:  "defer",
-	heed.EventDelivered: "deliver",
-	heed.EventGiveUp:    "give up",
-	heed.EventBudget:    "budget",
-	heed.EventGateWait:  "gate wait",
-	heed.EventGateError: "gate error",
-}
-
 // observe is the demo Transport's heed.WithObserver: it records every
 // decision, so that the demo shows heed's actual decisions.
 func (l *decisionLog) observe(e heed.Event) {
-	op, ok := opOf[e.Kind]
-	if !ok {
-		return
+	if e.Kind == heed.EventAttempt {
+		return // not a decision of its own: the one that follows says what heed made of it
 	}
 	d := decided{
 		At:      time.Now(),
-		Op:      op,
+		Op:      e.Kind.String(),
 		Route:   e.Route,
 		Method:  e.Method,
 		URL:     e.URL,

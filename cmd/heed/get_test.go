@@ -32,7 +32,7 @@ func TestGetCommand(t *testing.T) {
 		assert.Contains(t, r.stderr, "retry")
 		assert.Contains(t, r.stderr, `"wait": "2s"`)
 		assert.Contains(t, r.stderr, `"source": "Retry-After"`)
-		assert.Contains(t, r.stderr, "deliver")
+		assert.Contains(t, r.stderr, "delivered")
 	})
 
 	t.Run("Retry-After: 600 with --deadline 5s: exits 75 at once with retry-at", func(t *testing.T) {
@@ -47,7 +47,7 @@ func TestGetCommand(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, at.Before(before.Add(600*time.Second).Truncate(time.Second)), "retry-at %s is earlier than asked", at)
 		assert.WithinDuration(t, time.Now().Add(600*time.Second), at, 5*time.Second)
-		assert.Contains(t, r.stderr, "defer")
+		assert.Contains(t, r.stderr, "deferred")
 		assert.Contains(t, r.stderr, "try again at")
 		assert.Len(t, srv.received(), 1)
 	})
@@ -104,7 +104,7 @@ func TestGetCommand(t *testing.T) {
 				assert.NotEmpty(t, line["retry_at"])
 			}
 		}
-		assert.Equal(t, []string{"retry", "deliver"}, ops)
+		assert.Equal(t, []string{"retry", "delivered"}, ops)
 	})
 
 	t.Run("a refused connection with --attempts 1 exits 1", func(t *testing.T) {
