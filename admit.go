@@ -19,8 +19,8 @@ import (
 // takes one of the scope's published sends. A gate error fails open. It
 // returns the time it let the attempt through; now is the time it was
 // called, if the caller has it.
-func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
-	p := rt.p
+func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
+	p := c.p
 	paced := false // holds a pacing token
 	for {
 		if now.IsZero() {
@@ -28,7 +28,7 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		if !paced {
 			paced = true
-			waited, err := rt.pace(attempt, now)
+			waited, err := c.pace(attempt, now)
 			if err != nil {
 				return now, err
 			}
@@ -38,19 +38,19 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		var nb time.Time
 		var err error
-		nb, now, rt.episode, err = rt.t.admit.take(rt.ctx, rt.scope, now)
+		nb, now, c.episode, err = c.t.admit.take(c.ctx, c.scope, now)
 		if err != nil {
-			rt.taken = false
-			rt.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, err: err})
+			c.taken = false
+			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, err: err})
 			return now, nil
 		}
 		if nb.IsZero() {
-			rt.taken = true
+			c.taken = true
 			return now, nil
 		}
 		// Not admitted: wait for the gate to open, then spread out, so
 		// that the scope's waiters do not all fire at the same instant.
-		rt.heldElsewhere(now, nb)
+		c.heldElsewhere(now, nb)
 		base := max(nb.Sub(now), time.Millisecond)
 		level := zapcore.InfoLevel
 		if base <= rules.QuotaRecheck {
@@ -62,9 +62,9 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 			// back. One whose time can asks again at each recheck, logged
 			// at debug level. The cost is a NotBefore call per short
 			// refusal; a failing gate answers no reset.
-			if reset := rt.t.admit.reset(rt.ctx, rt.scope); reset.Sub(now) > base {
+			if reset := c.t.admit.reset(c.ctx, c.scope); reset.Sub(now) > base {
 				full := reset.Sub(now)
-				if rt.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, rt.took)) {
+				if c.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, c.took)) {
 					level = zapcore.DebugLevel
 				} else {
 					base = full // defers below
@@ -79,10 +79,10 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 		if paced {
 			// The token goes back for a send that can use it now; this one
 			// takes another after its wait.
-			rt.local.limiter.cancel()
+			c.local.limiter.cancel()
 			paced = false
 		}
-		if err := rt.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level); err != nil {
+		if err := c.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level); err != nil {
 			return now, err
 		}
 		now = time.Time{}
@@ -93,33 +93,33 @@ func (rt *roundTrip) passGate(attempt int, now time.Time) (time.Time, error) {
 // returns a *DeferredError, with nothing more sent, when the wait for it
 // does not fit; or the context's error if it ends first. It reports
 // whether it waited.
-func (rt *roundTrip) pace(attempt int, now time.Time) (bool, error) {
-	l := &rt.local.limiter
+func (c *call) pace(attempt int, now time.Time) (bool, error) {
+	l := &c.local.limiter
 	k, wait := l.reserve(now)
 	if wait == 0 {
 		return false, nil
 	}
-	p := rt.p
-	d := rt.waitDecision(attempt, now, wait, reasonPacing, "pacing")
-	if !rt.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, rt.took)) {
+	p := c.p
+	d := c.waitDecision(attempt, now, wait, reasonPacing, "pacing")
+	if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
 		l.cancel()
-		return true, rt.deferred(&d, attempt-1)
+		return true, c.deferred(&d, attempt-1)
 	}
-	if err := rt.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
+	if err := c.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
 		l.cancel()
 		return true, err
 	}
-	defer rt.local.waiting.Add(-1)
+	defer c.local.waiting.Add(-1)
 	for wait > 0 {
-		if err := rules.Sleep(rt.ctx, min(wait, paceRecheck)); err != nil {
+		if err := rules.Sleep(c.ctx, min(wait, paceRecheck)); err != nil {
 			l.cancel()
 			return true, err
 		}
 		now = time.Now()
-		if wait = l.due(&k, now); wait > 0 && !rt.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, rt.took)) {
+		if wait = l.due(&k, now); wait > 0 && !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
 			l.cancel()
-			d = rt.waitDecision(attempt, now, wait, reasonPacing, "pacing")
-			return true, rt.deferred(&d, attempt-1)
+			d = c.waitDecision(attempt, now, wait, reasonPacing, "pacing")
+			return true, c.deferred(&d, attempt-1)
 		}
 	}
 	return true, nil
@@ -128,41 +128,41 @@ func (rt *roundTrip) pace(attempt int, now time.Time) (bool, error) {
 // waitToSend sleeps wait (base before any spread) before attempt is sent,
 // logged at level, or returns a *DeferredError, with nothing more sent, when
 // that wait does not fit; or the context's error if it ends first.
-func (rt *roundTrip) waitToSend(attempt int, now time.Time, base, wait time.Duration, reason, source string, level zapcore.Level) error {
-	p := rt.p
-	d := rt.waitDecision(attempt, now, wait, reason, source)
-	if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
-		return rt.deferred(&d, attempt-1)
+func (c *call) waitToSend(attempt int, now time.Time, base, wait time.Duration, reason, source string, level zapcore.Level) error {
+	p := c.p
+	d := c.waitDecision(attempt, now, wait, reason, source)
+	if !c.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, c.took)) {
+		return c.deferred(&d, attempt-1)
 	}
-	if err := rt.joinLine(&d, attempt, level); err != nil {
+	if err := c.joinLine(&d, attempt, level); err != nil {
 		return err
 	}
-	defer rt.local.waiting.Add(-1)
-	return rules.Sleep(rt.ctx, wait)
+	defer c.local.waiting.Add(-1)
+	return rules.Sleep(c.ctx, wait)
 }
 
 // joinLine puts attempt in its scope's waiting line and logs the wait d at
 // level, or returns a *DeferredError, with nothing more sent, when the line
 // is full: the scope's waiting line is bounded by Policy.MaxWaiting. The
 // caller leaves the line (waiting.Add(-1)) when its wait ends.
-func (rt *roundTrip) joinLine(d *decision, attempt int, level zapcore.Level) error {
-	if n := rt.local.waiting.Add(1); n > int64(rt.p.maxWaiting) {
-		rt.local.waiting.Add(-1)
+func (c *call) joinLine(d *decision, attempt int, level zapcore.Level) error {
+	if n := c.local.waiting.Add(1); n > int64(c.p.maxWaiting) {
+		c.local.waiting.Add(-1)
 		d.verdict.Reason = reasonQueueFull
-		return rt.deferred(d, attempt-1)
+		return c.deferred(d, attempt-1)
 	}
 	d.kind = EventGateWait
-	rt.decide(level, d)
+	c.decide(level, d)
 	return nil
 }
 
 // waitDecision describes a wait of attempt before it is sent, decided at
 // now.
-func (rt *roundTrip) waitDecision(attempt int, now time.Time, wait time.Duration, reason, source string) decision {
+func (c *call) waitDecision(attempt int, now time.Time, wait time.Duration, reason, source string) decision {
 	return decision{
-		route: rt.p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt,
-		status: rt.status, verdict: Verdict{Throttled, reason},
-		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: rt.deadline.Left(now),
+		route: c.p.name, method: c.req.Method, url: c.req.URL, attempt: attempt,
+		status: c.status, verdict: Verdict{Throttled, reason},
+		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: c.deadline.Left(now),
 	}
 }
 
@@ -177,23 +177,23 @@ const maxGateSpread = 20 * time.Millisecond
 //
 // now is the time the send went, which serves when the response publishes
 // nothing; the clock is read when it does.
-func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
-	if !rt.taken {
+func (c *call) done(resp *http.Response, now time.Time, served bool) {
+	if !c.taken {
 		return
 	}
-	rt.taken = false
+	c.taken = false
 	var q *Quota
 	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
 		now = time.Now()
 		if r, reset, _, ok := quota(resp.Header, now); ok {
-			q = &Quota{Remaining: r, Reset: now.Add(min(reset, rt.t.maxHold))}
-			if !rt.local.published.Load() {
-				rt.local.published.Store(true)
+			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.t.maxHold))}
+			if !c.local.published.Load() {
+				c.local.published.Store(true)
 			}
 		}
 	}
-	if err := rt.t.admit.done(rt.ctx, rt.scope, q, served, rt.episode, now); err != nil {
-		rt.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+	if err := c.t.admit.done(c.ctx, c.scope, q, served, c.episode, now); err != nil {
+		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.p.name, method: c.req.Method, url: c.req.URL, err: err})
 	}
 }
 
@@ -202,38 +202,38 @@ func (rt *roundTrip) done(resp *http.Response, now time.Time, served bool) {
 // that publishes no quota (a spent quota's reset is the gate's to keep,
 // not a throttle). Of the sends that find the same hold, one tells it; the
 // wire check then covers the hold too.
-func (rt *roundTrip) heldElsewhere(now, nb time.Time) {
-	if rt.local.published.Load() {
+func (c *call) heldElsewhere(now, nb time.Time) {
+	if c.local.published.Load() {
 		return
 	}
 	until := nb.UnixNano()
 	for {
-		held := rt.local.heldUntil.Load()
+		held := c.local.heldUntil.Load()
 		// The gate may round a hold up to its own precision: a
 		// millisecond, in redisgate.
 		if until <= held+int64(time.Millisecond) {
 			return
 		}
-		if rt.local.heldUntil.CompareAndSwap(held, until) {
+		if c.local.heldUntil.CompareAndSwap(held, until) {
 			break
 		}
 	}
-	rt.local.throttledAt.Store(now.UnixNano())
-	rt.local.limiter.heldElsewhere(now, nb.Sub(now), rt.local.waiting.Load() > 0)
+	c.local.throttledAt.Store(now.UnixNano())
+	c.local.limiter.heldElsewhere(now, nb.Sub(now), c.local.waiting.Load() > 0)
 }
 
 // hold extends the scope's gate to hint after now, at most the Transport's
 // MaxHold; a gate error is logged and ignored.
-func (rt *roundTrip) hold(now time.Time, hint time.Duration) {
-	until := now.Add(min(hint, rt.t.maxHold))
-	for held := rt.local.heldUntil.Load(); until.UnixNano() > held; held = rt.local.heldUntil.Load() {
-		if rt.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
+func (c *call) hold(now time.Time, hint time.Duration) {
+	until := now.Add(min(hint, c.t.maxHold))
+	for held := c.local.heldUntil.Load(); until.UnixNano() > held; held = c.local.heldUntil.Load() {
+		if c.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
 			break
 		}
 	}
-	rt.local.throttledAt.Store(now.UnixNano())
-	if err := rt.t.gate.Hold(rt.ctx, rt.scope, until); err != nil {
-		rt.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: rt.p.name, method: rt.req.Method, url: rt.req.URL, err: err})
+	c.local.throttledAt.Store(now.UnixNano())
+	if err := c.t.gate.Hold(c.ctx, c.scope, until); err != nil {
+		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.p.name, method: c.req.Method, url: c.req.URL, err: err})
 	}
 }
 
@@ -252,32 +252,32 @@ type slots interface {
 // the time left allows, or returns a *DeferredError, with nothing sent, when
 // the expected wait (heed's estimate) does not fit, or no slot came in time.
 // source names the cap in the logs.
-func (rt *roundTrip) waitForSlot(attempt int, now time.Time, line slots, source string) (time.Time, error) {
-	p := rt.p
-	reserve := max(p.reserve, rt.took)
+func (c *call) waitForSlot(attempt int, now time.Time, line slots, source string) (time.Time, error) {
+	p := c.p
+	reserve := max(p.reserve, c.took)
 	if exp := line.expected(); exp > 0 {
-		d := rt.waitDecision(attempt, now, exp, reasonConcurrency, source)
-		if !rt.deadline.Fits(now, exp, exp, p.maxWait, reserve) {
-			return now, rt.deferred(&d, attempt-1)
+		d := c.waitDecision(attempt, now, exp, reasonConcurrency, source)
+		if !c.deadline.Fits(now, exp, exp, p.maxWait, reserve) {
+			return now, c.deferred(&d, attempt-1)
 		}
-		if err := rt.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
+		if err := c.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
 			return now, err
 		}
-		defer rt.local.waiting.Add(-1)
+		defer c.local.waiting.Add(-1)
 	}
 	bound := p.maxWait
-	if rt.deadline.Bound {
-		bound = min(bound, max(rt.deadline.End.Sub(now)-reserve, time.Nanosecond))
+	if c.deadline.Bound {
+		bound = min(bound, max(c.deadline.End.Sub(now)-reserve, time.Nanosecond))
 	}
-	got, err := line.acquire(rt.ctx, bound)
+	got, err := line.acquire(c.ctx, bound)
 	if err != nil {
 		return now, err
 	}
 	now = time.Now()
 	if !got {
 		exp := max(line.expected(), time.Millisecond)
-		d := rt.waitDecision(attempt, now, exp, reasonConcurrency, source)
-		return now, rt.deferred(&d, attempt-1)
+		d := c.waitDecision(attempt, now, exp, reasonConcurrency, source)
+		return now, c.deferred(&d, attempt-1)
 	}
 	return now, nil
 }

@@ -203,18 +203,18 @@ func (b *onceBody) Close() error {
 
 // request returns what attempt sends: the caller's request itself when
 // nothing about it changes, else a clone with a fresh body.
-func (rt *roundTrip) request(attempt int) (*http.Request, error) {
-	if attempt == 1 && rt.newKey == "" && !rt.body.swaps(attempt) {
-		if rt.body.orig != nil {
-			rt.body.sendsOriginal()
+func (c *call) request(attempt int) (*http.Request, error) {
+	if attempt == 1 && c.newKey == "" && !c.body.swaps(attempt) {
+		if c.body.orig != nil {
+			c.body.sendsOriginal()
 		}
-		return rt.req, nil
+		return c.req, nil
 	}
-	out := rt.req.Clone(rt.ctx)
-	if rt.newKey != "" {
-		out.Header.Set(rt.p.keyHeader, rt.newKey)
+	out := c.req.Clone(c.ctx)
+	if c.newKey != "" {
+		out.Header.Set(c.p.keyHeader, c.newKey)
 	}
-	if err := rt.body.set(out, attempt); err != nil {
+	if err := c.body.set(out, attempt); err != nil {
 		return nil, fmt.Errorf("heed: replaying request body: %w", err)
 	}
 	return out, nil
@@ -233,12 +233,12 @@ type kept struct {
 // the next attempt's body comes from GetBody, which may fail: the
 // transport error, or the response with its body read whole, when the body
 // ends within the draining bounds. A longer body is discarded, not kept.
-func (rt *roundTrip) keep(resp *http.Response, d *decision) *kept {
-	if rt.body.kind != bodyGetBody {
+func (c *call) keep(resp *http.Response, d *decision) *kept {
+	if c.body.kind != bodyGetBody {
 		discard(resp)
 		return nil
 	}
-	k := &kept{err: rt.err, d: *d}
+	k := &kept{err: c.err, d: *d}
 	if resp == nil {
 		return k
 	}
@@ -258,13 +258,13 @@ func (rt *roundTrip) keep(resp *http.Response, d *decision) *kept {
 // replayFailed ends a RoundTrip whose next attempt's body could not be
 // made (err): with the last attempt's response or error as it was, when it
 // was kept, else with err.
-func (rt *roundTrip) replayFailed(attempt int, err error) (*http.Response, error) {
-	k := rt.kept
-	rt.kept = nil
+func (c *call) replayFailed(attempt int, err error) (*http.Response, error) {
+	k := c.kept
+	c.kept = nil
 	if k == nil {
 		return nil, err
 	}
 	d := k.d
 	d.wait, d.source, d.retryAt = 0, "", time.Time{}
-	return rt.giveUp(&d, "body not replayable", k.resp, k.err)
+	return c.giveUp(&d, "body not replayable", k.resp, k.err)
 }

@@ -285,17 +285,17 @@ func (c *ceiling) handOff() {
 // passCeiling waits for a slot under the scope's learned cap, or returns a
 // *DeferredError, with nothing sent, when the expected wait (heed's
 // estimate) does not fit. It returns when the send may go.
-func (rt *roundTrip) passCeiling(attempt int, now time.Time) (time.Time, error) {
-	c := &rt.local.limiter.ceil
-	now, err := rt.waitForSlot(attempt, now, c, "concurrency")
+func (c *call) passCeiling(attempt int, now time.Time) (time.Time, error) {
+	ceil := &c.local.limiter.ceil
+	now, err := c.waitForSlot(attempt, now, ceil, "concurrency")
 	if err != nil {
 		return now, err
 	}
-	rt.ceilingHeld = true
+	c.ceilingHeld = true
 	// The spacing is heed's, not the server's: a send whose time cannot
 	// cover it goes without it.
-	if w := c.spacing(now); w > 0 && rt.deadline.Fits(now, w, w, rt.p.maxWait, max(rt.p.reserve, rt.took)) {
-		if err := rules.Sleep(rt.ctx, w); err != nil {
+	if w := ceil.spacing(now); w > 0 && c.deadline.Fits(now, w, w, c.p.maxWait, max(c.p.reserve, c.took)) {
+		if err := rules.Sleep(c.ctx, w); err != nil {
 			return now, err
 		}
 		now = time.Now()
@@ -305,9 +305,9 @@ func (rt *roundTrip) passCeiling(attempt int, now time.Time) (time.Time, error) 
 
 // wentCeiling accounts for the send let through under the learned cap, if
 // it was: gone, counted in flight from now on, or not sent after all.
-func (rt *roundTrip) wentCeiling(gone bool) {
-	if rt.ceilingHeld {
-		rt.ceilingHeld = false
-		rt.local.limiter.ceil.went(gone)
+func (c *call) wentCeiling(gone bool) {
+	if c.ceilingHeld {
+		c.ceilingHeld = false
+		c.local.limiter.ceil.went(gone)
 	}
 }

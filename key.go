@@ -11,18 +11,18 @@ import (
 )
 
 // key returns the idempotency key the request carries, if any.
-func (rt *roundTrip) key() string {
-	if rt.newKey != "" {
-		return rt.newKey
+func (c *call) key() string {
+	if c.newKey != "" {
+		return c.newKey
 	}
-	return rules.RequestKey(rt.req.Header, rt.p.keyHeader)
+	return rules.RequestKey(c.req.Header, c.p.keyHeader)
 }
 
 // replaySafe reports whether an Ambiguous failure may be resent: the method
 // is idempotent, the request carries an idempotency key, or the policy says
 // so.
-func (rt *roundTrip) replaySafe() bool {
-	return rt.p.retryUnsafe || rules.Idempotent(rt.req.Method) || rt.key() != ""
+func (c *call) replaySafe() bool {
+	return c.p.retryUnsafe || rules.Idempotent(c.req.Method) || c.key() != ""
 }
 
 // newIdempotencyKey returns a random UUID (version 4).

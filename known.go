@@ -154,17 +154,17 @@ func (k *known) holdSlot(resp *http.Response, since time.Time) {
 // policy's Limit: it waits for the rate, then for a slot under the cap, or
 // returns a *DeferredError, with nothing sent, when that wait does not fit
 // (a wait for a slot is heed's estimate). It returns when the send may go.
-func (rt *roundTrip) passLimit(attempt int, now time.Time) (time.Time, error) {
-	k, p := rt.known, rt.p
-	reserve := max(p.reserve, rt.took)
-	fits := func(w time.Duration) bool { return rt.deadline.Fits(now, w, w, p.maxWait, reserve) }
+func (c *call) passLimit(attempt int, now time.Time) (time.Time, error) {
+	k, p := c.known, c.p
+	reserve := max(p.reserve, c.took)
+	fits := func(w time.Duration) bool { return c.deadline.Fits(now, w, w, p.maxWait, reserve) }
 	wait, ok := k.reserve(now, fits)
 	if !ok {
-		d := rt.waitDecision(attempt, now, wait, reasonPacing, "limit")
-		return now, rt.deferred(&d, attempt-1)
+		d := c.waitDecision(attempt, now, wait, reasonPacing, "limit")
+		return now, c.deferred(&d, attempt-1)
 	}
 	if wait > 0 {
-		if err := rt.waitToSend(attempt, now, wait, wait, reasonPacing, "limit", zapcore.DebugLevel); err != nil {
+		if err := c.waitToSend(attempt, now, wait, wait, reasonPacing, "limit", zapcore.DebugLevel); err != nil {
 			return now, err
 		}
 		now = time.Now()
@@ -172,25 +172,25 @@ func (rt *roundTrip) passLimit(attempt int, now time.Time) (time.Time, error) {
 	if k.slots == nil {
 		return now, nil
 	}
-	now, err := rt.waitForSlot(attempt, now, k, "limit")
+	now, err := c.waitForSlot(attempt, now, k, "limit")
 	if err != nil {
 		return now, err
 	}
-	rt.slotAt = now
+	c.slotAt = now
 	return now, nil
 }
 
 // releaseSlot gives back the current send's Limit slot, when it took one:
 // when resp's body is closed, or at once without a response.
-func (rt *roundTrip) releaseSlot(resp *http.Response) {
-	if rt.slotAt.IsZero() {
+func (c *call) releaseSlot(resp *http.Response) {
+	if c.slotAt.IsZero() {
 		return
 	}
-	since := rt.slotAt
-	rt.slotAt = time.Time{}
+	since := c.slotAt
+	c.slotAt = time.Time{}
 	if resp == nil {
-		rt.known.release(since)
+		c.known.release(since)
 		return
 	}
-	rt.known.holdSlot(resp, since)
+	c.known.holdSlot(resp, since)
 }

@@ -151,59 +151,60 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.policyFor(req)
 	ctx := req.Context()
 	start := time.Now()
-	rt := roundTrip{t: t, p: p, req: req, ctx: ctx, deadline: rules.NewDeadline(ctx, start, p.maxElapsed)}
+	c := call{t: t, p: p, req: req, ctx: ctx, deadline: rules.NewDeadline(ctx, start, p.maxElapsed)}
 	if p.maxAttempts > 1 {
 		body, err := prepareBody(req, t.bodyBound)
 		if err != nil {
 			return nil, fmt.Errorf("heed: reading request body: %w", err)
 		}
-		rt.body = body
+		c.body = body
 	} else {
-		rt.body = replay{orig: req.Body}
+		c.body = replay{orig: req.Body}
 		if req.Body == http.NoBody {
-			rt.body.orig = nil
+			c.body.orig = nil
 		}
 	}
 	// From here the body is the RoundTrip's to close, and a Limit slot to
 	// give back, on every path, a panic's included.
-	defer rt.end()
+	defer c.end()
 
-	rt.scope = p.scope
+	c.scope = p.scope
 	if p.scopeFor != nil {
 		if s := p.scopeFor(req); s != "" {
-			rt.scope = s
+			c.scope = s
 		}
 	}
-	if rt.scope == "" {
-		rt.scope = req.URL.Host
-		if rt.scope == "" {
-			rt.scope = req.Host
+	if c.scope == "" {
+		c.scope = req.URL.Host
+		if c.scope == "" {
+			c.scope = req.Host
 		}
 	}
-	rt.local, rt.retries, rt.known = t.scope(p, rt.scope)
-	rt.retries.first(start)
+	c.local, c.retries, c.known = t.scope(p, c.scope)
+	c.retries.first(start)
 
 	if p.keyHeader != "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && req.Header.Get(p.keyHeader) == "" {
-		rt.newKey = newIdempotencyKey()
+		c.newKey = newIdempotencyKey()
 	}
-	return rt.run(start)
+	return c.run(start)
 }
 
 // end closes the caller's body unless the inner transport has it, and gives
 // back a Limit slot still held, as when the inner transport panicked.
-func (rt *roundTrip) end() {
-	rt.body.close()
-	rt.releaseSlot(nil)
-	rt.wentCeiling(false)
-	if !rt.outAt.IsZero() {
+func (c *call) end() {
+	c.body.close()
+	c.releaseSlot(nil)
+	c.wentCeiling(false)
+	if !c.outAt.IsZero() {
 		// The inner transport panicked: the send is answered by nothing.
-		rt.local.limiter.release(time.Now(), rt.outAt, rt.outLevel)
-		rt.outAt = time.Time{}
+		c.local.limiter.release(time.Now(), c.outAt, c.outLevel)
+		c.outAt = time.Time{}
 	}
 }
 
-// roundTrip is the state of one RoundTrip call.
-type roundTrip struct {
+// call is the state of one RoundTrip: its attempts, waits and what they
+// hold.
+type call struct {
 	t        *Transport
 	p        *policy
 	req      *http.Request
@@ -234,78 +235,78 @@ type roundTrip struct {
 	took   time.Duration
 }
 
-func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
-	p := rt.p
+func (c *call) run(now time.Time) (*http.Response, error) {
+	p := c.p
 	for attempt := 1; ; attempt++ {
-		sent, err := rt.passGate(attempt, now)
+		sent, err := c.passGate(attempt, now)
 		if err != nil {
 			return nil, err
 		}
-		if rt.known != nil {
-			if sent, err = rt.passLimit(attempt, sent); err != nil {
-				rt.done(nil, sent, false)
+		if c.known != nil {
+			if sent, err = c.passLimit(attempt, sent); err != nil {
+				c.done(nil, sent, false)
 				return nil, err
 			}
 		}
-		if rt.local.limiter.ceil.on.Load() {
-			if sent, err = rt.passCeiling(attempt, sent); err != nil {
-				rt.done(nil, sent, false)
-				rt.releaseSlot(nil)
+		if c.local.limiter.ceil.on.Load() {
+			if sent, err = c.passCeiling(attempt, sent); err != nil {
+				c.done(nil, sent, false)
+				c.releaseSlot(nil)
 				return nil, err
 			}
 		}
-		out, err := rt.request(attempt)
+		out, err := c.request(attempt)
 		if err != nil {
-			rt.done(nil, sent, false)
-			rt.releaseSlot(nil)
-			rt.wentCeiling(false)
-			return rt.replayFailed(attempt, err)
+			c.done(nil, sent, false)
+			c.releaseSlot(nil)
+			c.wentCeiling(false)
+			return c.replayFailed(attempt, err)
 		}
-		rt.kept = nil
-		level := rt.local.limiter.sent(sent)
-		rt.outAt, rt.outLevel = sent, level
-		rt.wentCeiling(true)
-		send, check := rt.wired(out, attempt, sent)
-		resp, err := rt.t.next.RoundTrip(send)
+		c.kept = nil
+		level := c.local.limiter.sent(sent)
+		c.outAt, c.outLevel = sent, level
+		c.wentCeiling(true)
+		send, check := c.wired(out, attempt, sent)
+		resp, err := c.t.next.RoundTrip(send)
 		if check != nil {
 			var de *DeferredError
 			if resp, de = check.finish(resp, err); de != nil {
 				// Deferred before a byte of it was written.
-				rt.done(nil, sent, false)
-				rt.releaseSlot(nil)
-				rt.outAt = time.Time{}
-				rt.local.limiter.release(time.Now(), sent, 0) // level 0: unsent, it teaches the cap nothing
+				c.done(nil, sent, false)
+				c.releaseSlot(nil)
+				c.outAt = time.Time{}
+				c.local.limiter.release(time.Now(), sent, 0) // level 0: unsent, it teaches the cap nothing
 				return nil, de
 			}
 		}
-		rt.releaseSlot(resp)
+		c.releaseSlot(resp)
 		// The clock is read again only when a decision needs it: a
 		// delivered response that publishes no quota does without.
 		now = time.Time{}
-		rt.err = err
-		rt.status = 0
+		c.err = err
+		c.status = 0
 		if resp != nil {
-			rt.status = resp.StatusCode
+			c.status = resp.StatusCode
 		}
 		v := p.classify(out, resp, err)
-		rt.done(resp, sent, resp != nil && v.Class != Throttled)
+		c.done(resp, sent, resp != nil && v.Class != Throttled)
 
-		d := decision{route: p.name, method: rt.req.Method, url: rt.req.URL, attempt: attempt, status: rt.status, verdict: v, err: err}
-		if rt.t.observe != nil {
+		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
+		if c.t.observe != nil {
 			d.kind = EventAttempt
-			d.urlText = rt.redactedURL()
-			rt.t.notify(rt.ctx, &d)
+			d.urlText = c.redactedURL()
+			c.t.notify(c.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
-			rt.outAt = time.Time{}
-			rt.local.limiter.release(time.Now(), sent, level)
+			c.outAt = time.Time{}
+			c.local.limiter.release(time.Now(), sent, level)
 			d.kind = EventDelivered
-			rt.decide(levelFor(v.Class), &d)
+			c.decide(levelFor(v.Class), &d)
 			return resp, err
 		}
 
 		now = time.Now()
-		rt.took = now.Sub(sent)
+		c.took = now.Sub(sent)
 		var hint time.Duration
 		var source string
 		hinted := false
@@ -316,24 +317,24 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 			hint = max(hint, p.minWait)
 		}
 		if v.Class == Throttled && hinted {
-			rt.hold(now, hint)
+			c.hold(now, hint)
 		}
-		rt.outAt = time.Time{}
-		capped := rt.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
-		if capped && p.maxAttempts > 1 && rt.spared < p.maxAttempts {
+		c.outAt = time.Time{}
+		capped := c.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
+		if capped && p.maxAttempts > 1 && c.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not
 			// run: it does not use up an attempt, up to MaxAttempts of them.
-			rt.spared++
+			c.spared++
 		}
 		switch {
-		case attempt-rt.spared >= p.maxAttempts:
-			return rt.giveUp(&d, "attempts used up", resp, err)
-		case v.Class == Ambiguous && !rt.replaySafe():
-			return rt.giveUp(&d, "not replay-safe", resp, err)
-		case !rt.body.canReplay():
-			return rt.giveUp(&d, "body not replayable", resp, err)
-		case rt.ctx.Err() != nil:
-			return rt.giveUp(&d, "context done", resp, err)
+		case attempt-c.spared >= p.maxAttempts:
+			return c.giveUp(&d, "attempts used up", resp, err)
+		case v.Class == Ambiguous && !c.replaySafe():
+			return c.giveUp(&d, "not replay-safe", resp, err)
+		case !c.body.canReplay():
+			return c.giveUp(&d, "body not replayable", resp, err)
+		case c.ctx.Err() != nil:
+			return c.giveUp(&d, "context done", resp, err)
 		}
 
 		base := hint
@@ -352,27 +353,27 @@ func (rt *roundTrip) run(now time.Time) (*http.Response, error) {
 		}
 		d.wait, d.source = wait, source
 		d.retryAt = now.Add(wait).Round(0)
-		d.left = rt.deadline.Left(now)
-		if !rt.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, rt.took)) {
+		d.left = c.deadline.Left(now)
+		if !c.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, c.took)) {
 			discard(resp)
-			return nil, rt.deferred(&d, attempt)
+			return nil, c.deferred(&d, attempt)
 		}
-		if !rt.retries.retry(now) {
+		if !c.retries.retry(now) {
 			d.kind, d.wait, d.source, d.retryAt = EventBudget, 0, "", time.Time{}
 			d.verdict.Reason = reasonRetryBudget
-			rt.decide(zapcore.WarnLevel, &d)
+			c.decide(zapcore.WarnLevel, &d)
 			return resp, err
 		}
 		d.kind = EventRetry
-		rt.decide(zapcore.InfoLevel, &d)
-		rt.kept = rt.keep(resp, &d)
+		c.decide(zapcore.InfoLevel, &d)
+		c.kept = c.keep(resp, &d)
 		// Sleep until the instant decided, not a whole wait after the
 		// drain: draining a slow body does not push the retry later. The
 		// instant is taken up to a whole millisecond: a shared gate keeps
 		// holds in whole milliseconds, rounded up, and a retry waking inside
 		// that millisecond would find its own hold still closed and wait
 		// again, logged, for a fraction of it.
-		if err := rules.Sleep(rt.ctx, time.Until(ceilMillisecond(now.Add(wait)))); err != nil {
+		if err := rules.Sleep(c.ctx, time.Until(ceilMillisecond(now.Add(wait)))); err != nil {
 			return nil, err
 		}
 		now = time.Time{} // passGate reads the clock anew
@@ -399,45 +400,45 @@ const (
 
 // redactedURL returns the request URL redacted, redacting it once per
 // RoundTrip.
-func (rt *roundTrip) redactedURL() string {
-	if rt.urlText == "" {
-		rt.urlText = rules.RedactURL(rt.req.URL)
+func (c *call) redactedURL() string {
+	if c.urlText == "" {
+		c.urlText = rules.RedactURL(c.req.URL)
 	}
-	return rt.urlText
+	return c.urlText
 }
 
 // decide logs d at level and tells the observer.
-func (rt *roundTrip) decide(level zapcore.Level, d *decision) {
-	if rt.t.observe != nil {
-		d.urlText = rt.redactedURL()
+func (c *call) decide(level zapcore.Level, d *decision) {
+	if c.t.observe != nil {
+		d.urlText = c.redactedURL()
 	}
-	rt.t.logDecision(level, d)
-	rt.t.notify(rt.ctx, d)
+	c.t.logDecision(level, d)
+	c.t.notify(c.ctx, d)
 }
 
-func (rt *roundTrip) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {
+func (c *call) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {
 	d.kind = EventGiveUp
 	d.stop = why
-	rt.decide(zapcore.WarnLevel, d)
+	c.decide(zapcore.WarnLevel, d)
 	return resp, err
 }
 
-func (rt *roundTrip) deferred(d *decision, attempts int) *DeferredError {
+func (c *call) deferred(d *decision, attempts int) *DeferredError {
 	d.kind = EventDeferred
-	rt.decide(zapcore.WarnLevel, d)
+	c.decide(zapcore.WarnLevel, d)
 	return &DeferredError{
-		Method:   rt.req.Method,
-		URL:      rt.redactedURL(),
-		Route:    rt.p.name,
-		Key:      rt.key(),
+		Method:   c.req.Method,
+		URL:      c.redactedURL(),
+		Route:    c.p.name,
+		Key:      c.key(),
 		Attempts: attempts,
-		Status:   rt.status,
+		Status:   c.status,
 		Reason:   d.verdict.Reason,
 		Wait:     d.wait,
 		RetryAt:  d.retryAt,
 		Left:     d.left,
-		Err:      rt.err,
-		rawURL:   rt.req.URL,
+		Err:      c.err,
+		rawURL:   c.req.URL,
 	}
 }
 

@@ -37,7 +37,7 @@ var errWireDeferred = errors.New("heed: deferred before the request was written"
 
 // wireCheck is the check of one send.
 type wireCheck struct {
-	rt      roundTrip // a copy as the send left: the RoundTrip's own stays on its stack
+	call    call // a copy as the send left: the RoundTrip's own stays on its stack
 	attempt int
 	cancel  context.CancelCauseFunc
 
@@ -47,61 +47,61 @@ type wireCheck struct {
 
 // wired returns out to be sent with the wire check, when its scope was
 // throttled lately; else out itself and nil.
-func (rt *roundTrip) wired(out *http.Request, attempt int, now time.Time) (*http.Request, *wireCheck) {
-	at := rt.local.throttledAt.Load()
+func (c *call) wired(out *http.Request, attempt int, now time.Time) (*http.Request, *wireCheck) {
+	at := c.local.throttledAt.Load()
 	if at == 0 || now.UnixNano()-at > int64(wireCheckFor) {
 		return out, nil
 	}
 	ctx, cancel := context.WithCancelCause(out.Context())
-	c := &wireCheck{rt: *rt, attempt: attempt, cancel: cancel}
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: c.gotConn})
-	return out.WithContext(ctx), c
+	check := &wireCheck{call: *c, attempt: attempt, cancel: cancel}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: check.gotConn})
+	return out.WithContext(ctx), check
 }
 
 // gotConn runs once the send's connection is ready, before its request is
 // written: it waits out a hold of the scope that ends later, or defers.
-func (c *wireCheck) gotConn(httptrace.GotConnInfo) {
-	rt := &c.rt
-	until := rt.local.heldUntil.Load()
+func (check *wireCheck) gotConn(httptrace.GotConnInfo) {
+	c := &check.call
+	until := c.local.heldUntil.Load()
 	now := time.Now()
 	if until <= now.UnixNano() {
 		return
 	}
 	wait := time.Duration(until - now.UnixNano())
-	p := rt.p
-	d := rt.waitDecision(c.attempt, now, wait, reasonCoolingDown, "wire")
-	if !rt.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, rt.took)) {
-		de := rt.deferred(&d, c.attempt-1)
-		c.mu.Lock()
-		c.deferred = de
-		c.mu.Unlock()
-		c.cancel(errWireDeferred)
+	p := c.p
+	d := c.waitDecision(check.attempt, now, wait, reasonCoolingDown, "wire")
+	if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
+		de := c.deferred(&d, check.attempt-1)
+		check.mu.Lock()
+		check.deferred = de
+		check.mu.Unlock()
+		check.cancel(errWireDeferred)
 		return
 	}
 	d.kind = EventGateWait
-	rt.decide(zapcore.InfoLevel, &d)
-	_ = rules.Sleep(rt.ctx, wait) // a context that ends fails the send itself
+	c.decide(zapcore.InfoLevel, &d)
+	_ = rules.Sleep(c.ctx, wait) // a context that ends fails the send itself
 }
 
 // finish ends the check once the send returned: a deferred send becomes
 // its *DeferredError; a response's body ends the send's context when it is
 // closed; a failed send ends it at once.
-func (c *wireCheck) finish(resp *http.Response, err error) (*http.Response, *DeferredError) {
-	c.mu.Lock()
-	de := c.deferred
-	c.mu.Unlock()
+func (check *wireCheck) finish(resp *http.Response, err error) (*http.Response, *DeferredError) {
+	check.mu.Lock()
+	de := check.deferred
+	check.mu.Unlock()
 	if de != nil {
 		if resp != nil {
 			discard(resp)
 		}
-		c.cancel(nil)
+		check.cancel(nil)
 		return nil, de
 	}
 	if resp == nil || resp.Body == nil {
-		c.cancel(nil)
+		check.cancel(nil)
 		return resp, nil
 	}
-	resp.Body = onClose(resp.Body, func() { c.cancel(nil) })
+	resp.Body = onClose(resp.Body, func() { check.cancel(nil) })
 	return resp, nil
 }
 
