@@ -7,28 +7,17 @@ import (
 	"time"
 )
 
-// Budget limits retries per scope to a share of first attempts, as gRPC's
-// retry throttling and Finagle's RetryBudget do, so that a fleet facing a
-// full outage adds a bounded load instead of multiplying it by MaxAttempts.
-// Within any Window, a scope may retry Ratio × (first attempts in the
-// window) + MinPerSecond × Window times. First attempts are never refused.
-// A retry the budget refuses delivers the last response or error at once,
-// logged with reason "retry budget".
-//
-// The zero Budget means the defaults: Ratio 0.2, MinPerSecond 10, Window
-// 10s. A lone caller (one request at a time) never reaches them; a caller
-// whose every request fails is held to about 1.2 sends per request plus 10
-// retries a second. Set Disabled to turn the budget off.
+// Budget bounds a scope's retries to a share of its first attempts, as
+// gRPC's retry throttling does: within any Window, Ratio × first attempts
+// + MinPerSecond × Window retries. First attempts are never refused; a
+// refused retry delivers the last response or error at once (reason
+// "retry budget"). The zero Budget means Ratio 0.2, MinPerSecond 10,
+// Window 10s.
 type Budget struct {
-	// Ratio is the retries allowed per first attempt. 0: 0.2; negative: none.
-	Ratio float64
-	// MinPerSecond is the retries allowed per second of Window whatever the
-	// traffic, so that a quiet scope may still retry. 0: 10; negative: none.
-	MinPerSecond int
-	// Window is how long first attempts and retries count. 0: 10s.
-	Window time.Duration
-	// Disabled turns the budget off: every retry the policy allows is made.
-	Disabled bool
+	Ratio        float64       // retries per first attempt; 0: 0.2; negative: none
+	MinPerSecond int           // retries a second of Window whatever the traffic; 0: 10; negative: none
+	Window       time.Duration // how long attempts count; 0: 10s
+	Disabled     bool          // no budget: every retry the policy allows is made
 }
 
 // The defaults for the zero fields of a Budget.

@@ -17,20 +17,11 @@ import (
 type Class uint8
 
 const (
-	// Deliver hands the response or error to the caller as it is.
-	Deliver Class = iota
-	// Terminal means no wait fixes it (auth, billing, quota, validation):
-	// deliver, never retry.
-	Terminal
-	// Throttled means the server refused for now and did not process the
-	// request: wait for its hint, then resend, whatever the method.
-	Throttled
-	// Transient means the request failed before the server processed it
-	// (dial refused, 408, 425): safe to resend, whatever the method.
-	Transient
-	// Ambiguous means the server may have processed the request (timeout,
-	// reset, 500/502/504): resend only if the request is replay-safe.
-	Ambiguous
+	Deliver   Class = iota // hand the response or error to the caller as it is
+	Terminal               // no wait fixes it (auth, billing, quota, validation): never retry
+	Throttled              // refused for now, not processed: wait for the hint, resend whatever the method
+	Transient              // failed before the server processed it (dial refused, 408, 425): resend
+	Ambiguous              // the server may have processed it (timeout, reset, 5xx): resend only if replay-safe
 )
 
 // String returns the class name in lower case, as logged.
@@ -65,83 +56,53 @@ type Classifier func(req *http.Request, resp *http.Response, err error) Verdict
 // classifyPeekLimit is the most DefaultClassifier reads of a response body.
 const classifyPeekLimit = 4 << 10
 
-// DefaultClassifier classifies a response or transport error as below. The
-// Reason strings are stable: match on them if you must.
+// DefaultClassifier classifies a response or transport error as below; its
+// Reason strings are stable. Responses go by status, then the "should
+// retry" headers override (false wins a disagreement):
 //
-// Responses are classified by status, then the two "should retry" headers
-// override the result:
+//	status                                                    class      reason
+//	1xx, 2xx, 3xx                                             Deliver    "ok"
+//	429                                                       Throttled  "rate limited"
+//	429, JSON insufficient_quota in error.code or error.type
+//	     (anywhere, when the JSON is cut short) (OpenAI)      Terminal   "billing"
+//	429, problem+json type ending "quota-exceeded", no Hint   Terminal   "quota"
+//	403 with Retry-After or X-RateLimit-Remaining: 0          Throttled  "rate limited"
+//	403, JSON saying "secondary rate limit" or "abuse
+//	     detection" (GitHub)                                  Throttled  "rate limited"
+//	other 403; 401; 402; 404                                  Terminal   "forbidden"; "unauthorized"; "billing"; "not found"
+//	408; 425                                                  Transient  "request timeout"; "too early"
+//	409, request has Idempotency-Key or X-Idempotency-Key     Transient  "in progress"
+//	422; other 4xx                                            Terminal   "unprocessable"; "client error"
+//	501; 505                                                  Terminal   "not implemented"; "version not supported"
+//	503; 503 with XML <Code>SlowDown</Code> (AWS S3)          Throttled  "unavailable"; "slow down"
+//	529 (overloaded: Anthropic and others)                    Throttled  "overloaded"
+//	500, 502, 504, every other 5xx                            Ambiguous  "server error"
+//	Stripe-Should-Retry or x-should-retry: false              Terminal   "should not retry"
+//	     true, on a status ≥ 400 classed Throttled            Throttled  (reason kept)
+//	     true, on any other status ≥ 400                      Transient  "should retry"
 //
-//	status                                     class      reason
-//	1xx, 2xx, 3xx                              Deliver    "ok"
-//	429                                        Throttled  "rate limited"
-//	429, JSON body with OpenAI insufficient_quota
-//	     in error.code or error.type (or, when
-//	     the JSON is cut short, anywhere)      Terminal   "billing"
-//	429, problem+json "type" ending in
-//	     "quota-exceeded", and no valid Hint   Terminal   "quota"
-//	403 with Retry-After, or
-//	     X-RateLimit-Remaining: 0 (GitHub)     Throttled  "rate limited"
-//	403, JSON body saying "secondary rate
-//	     limit" or "abuse detection" (GitHub)  Throttled  "rate limited"
-//	other 403                                  Terminal   "forbidden"
-//	401                                        Terminal   "unauthorized"
-//	402                                        Terminal   "billing"
-//	404                                        Terminal   "not found"
-//	408                                        Transient  "request timeout"
-//	409, request has Idempotency-Key or
-//	     X-Idempotency-Key                     Transient  "in progress"
-//	422                                        Terminal   "unprocessable"
-//	425                                        Transient  "too early"
-//	other 4xx (409 without a key included)     Terminal   "client error"
-//	501                                        Terminal   "not implemented"
-//	503                                        Throttled  "unavailable"
-//	503, XML body with <Code>SlowDown</Code>
-//	     (AWS S3)                              Throttled  "slow down"
-//	505                                        Terminal   "version not supported"
-//	529 (Anthropic and others: overloaded)     Throttled  "overloaded"
-//	500, 502, 504, every other status ≥ 500    Ambiguous  "server error"
+// A body is peeked (PeekBody, at most 4 KiB, left whole) only for a 429 or
+// 403 that may be JSON and a 503 with an XML Content-Type; never on
+// success, which does not allocate. Transport errors, first match wins:
 //
-//	Stripe-Should-Retry or x-should-retry:
-//	     false, any status                     Terminal   "should not retry"
-//	     true, status ≥ 400 classed Throttled  Throttled  (reason kept: the
-//	                                                       server's hint still applies)
-//	     true, any other status ≥ 400          Transient  "should retry"
-//
-// When the two headers disagree, false wins. A body is read (with PeekBody,
-// at most 4 KiB, left whole for the caller) only for 429 and 403 when it may
-// be JSON (a JSON or problem+json Content-Type, or none or text/plain and a
-// body starting with '{'), and for 503 with an XML Content-Type; never on
-// success, which does not allocate.
-//
-// Transport errors are tested in this order, the first match wins:
-//
-//	error                                      class      reason
-//	the request's context is done, or
-//	     errors.Is(err, context.Canceled)      Deliver    "canceled"
-//	*net.DNSError with IsNotFound (NXDOMAIN)   Terminal   "host not found"
-//	TLS verification: x509.UnknownAuthorityError,
-//	     x509.CertificateInvalidError,
-//	     x509.HostnameError, x509.SystemRootsError,
-//	     *tls.CertificateVerificationError     Terminal   "tls verification"
-//	"unsupported protocol scheme" (net/http)   Terminal   "unsupported scheme"
-//	a request net/http refuses to send: an
-//	     invalid header, trailer, method or
-//	     Host, a control character in the URL,
-//	     no Host or URL                         Terminal   "invalid request"
-//	"stopped after N redirects" (http.Client)  Terminal   "too many redirects"
-//	ECONNREFUSED                               Transient  "connection refused"
-//	*net.OpError with Op "dial" or
-//	     "proxyconnect" (never reached the
-//	     server; a dial timeout included)      Transient  "dial failed"
-//	any other *net.DNSError (temporary)        Transient  "dns error"
-//	timeout: a net.Error whose Timeout() is
-//	     true, or context.DeadlineExceeded
-//	     not from the request's own context    Ambiguous  "timeout"
-//	ECONNRESET, ECONNABORTED, EPIPE            Ambiguous  "connection reset"
-//	io.EOF, io.ErrUnexpectedEOF                Ambiguous  "eof"
-//	anything else                              Ambiguous  "transport error"
-//
-// A nil response with a nil error is Ambiguous "transport error".
+//	error                                                     class      reason
+//	the request's context done, or context.Canceled           Deliver    "canceled"
+//	*net.DNSError with IsNotFound                             Terminal   "host not found"
+//	x509 Unknown Authority, CertificateInvalid, Hostname or
+//	     SystemRoots error, *tls.CertificateVerificationError Terminal   "tls verification"
+//	"unsupported protocol scheme"                             Terminal   "unsupported scheme"
+//	a request net/http refuses to send (a bad header,
+//	     trailer, method, Host or URL)                        Terminal   "invalid request"
+//	"stopped after N redirects"                               Terminal   "too many redirects"
+//	ECONNREFUSED                                              Transient  "connection refused"
+//	*net.OpError "dial" or "proxyconnect" (a dial timeout
+//	     included: it never reached the server)               Transient  "dial failed"
+//	any other *net.DNSError                                   Transient  "dns error"
+//	a net.Error timeout, or context.DeadlineExceeded not
+//	     from the request's own context                       Ambiguous  "timeout"
+//	ECONNRESET, ECONNABORTED, EPIPE                           Ambiguous  "connection reset"
+//	io.EOF, io.ErrUnexpectedEOF                               Ambiguous  "eof"
+//	anything else, or no response and no error               Ambiguous  "transport error"
 func DefaultClassifier(req *http.Request, resp *http.Response, err error) Verdict {
 	return classify(req, resp, err, "")
 }

@@ -16,43 +16,27 @@ import (
 // ErrDeferred is the error that every *DeferredError matches with errors.Is.
 var ErrDeferred = errors.New("heed: deferred")
 
-// DeferredError is returned by RoundTrip, at once, when the wait the server
-// asked for (or the backoff) cannot fit the caller's remaining time or
-// exceeds Policy.MaxWait. heed never waits less than asked instead: the
-// work is eligible again at RetryAt, which a worker should persist with the
-// job and honour before trying again.
+// DeferredError is returned by RoundTrip, at once, when a wait (the
+// server's, a gate's or a backoff) cannot fit the caller's remaining time
+// or exceeds Policy.MaxWait. heed never waits less than asked instead: a
+// worker should persist RetryAt with the job and not try before it.
 type DeferredError struct {
-	// Method is the request method.
-	Method string
-	// URL is the request URL, redacted: no userinfo, no query, no fragment.
-	URL string
-	// Route is the name of the policy that applied.
-	Route string
-	// Key is the request's idempotency key, if it had one.
-	Key string
-	// Attempts is the number of attempts actually sent: 0 when a gate
-	// deferred before sending.
-	Attempts int
-	// Status is the last response's status, 0 when the last attempt got no
-	// response or none was sent.
-	Status int
-	// Reason is the verdict's reason; or, deferred before a send, "cooling
-	// down" (a hold or quota), "pacing" (a pace or a Limit's rate),
-	// "concurrency limit" (a Limit's InFlight; RetryAt is heed's estimate)
-	// or "queue full" (Policy.MaxWaiting).
-	Reason string
-	// Wait is the full wait that did not fit: hint or backoff, jitter
-	// included.
-	Wait time.Duration
-	// RetryAt is the wall-clock time the work is eligible again. Persist
-	// it.
-	RetryAt time.Time
-	// Left is the time that remained when deciding: 0 when none remained
-	// or when the request had no time limit (no context deadline and no
-	// Policy.MaxElapsed), in which case Wait exceeded Policy.MaxWait.
+	Method   string // the request method
+	URL      string // the request URL, redacted: no userinfo, query or fragment
+	Route    string // the name of the policy that applied
+	Key      string // the request's idempotency key, if any
+	Attempts int    // attempts sent: 0 when the gate deferred first
+	Status   int    // the last response's status, 0 when there was none
+	// Reason is the verdict's reason; before a send, "cooling down",
+	// "pacing", "concurrency limit" (RetryAt is heed's estimate) or
+	// "queue full".
+	Reason  string
+	Wait    time.Duration // the whole wait that did not fit, jitter included
+	RetryAt time.Time     // the wall-clock time the work is eligible again
+	// Left is the time that remained: 0 when none did, or when there was no
+	// limit (then Wait exceeded MaxWait).
 	Left time.Duration
-	// Err is the last transport error, if any.
-	Err error
+	Err  error // the last transport error, if any
 
 	rawURL *url.URL // the request's URL, kept out of Error's text
 }

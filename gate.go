@@ -12,10 +12,9 @@ import (
 	"github.com/heed-go/heed/internal/rules"
 )
 
-// Gate holds, per scope, the time before which no request of that scope may
-// be sent. Every request of a Transport consults it before each attempt, so
-// one throttled response makes the whole scope wait, not just one request.
-// Implementations must be safe for concurrent use.
+// Gate holds, per scope, the time before which no request of that scope
+// may be sent: every attempt asks it first, so one throttled response
+// holds the whole scope. Implementations must be safe for concurrent use.
 type Gate interface {
 	// NotBefore returns the scope's "not before" time; the zero time, or a
 	// past one, lets requests through.
@@ -25,34 +24,25 @@ type Gate interface {
 	Hold(ctx context.Context, scope string, until time.Time) error
 }
 
-// QuotaGate is a Gate that also enforces the quotas servers publish
-// (RateLimit, X-RateLimit-Remaining and X-RateLimit-Reset, OpenAI's
-// x-ratelimit-remaining-requests and x-ratelimit-reset-requests): once a
-// response says its scope has r sends left until a reset, the scope admits
-// at most r more sends until then, counting those already in flight, and
-// the rest wait for the reset or defer. A Transport whose Gate is a
-// QuotaGate calls Take before each send instead of NotBefore, and Done after
-// it. With a plain Gate, the Transport counts published quotas itself, in
-// process, and shares only cooldowns through the Gate. NewGate and redisgate
-// both return QuotaGates, which count them for everyone who shares them.
+// QuotaGate is a Gate that also enforces the quotas responses publish:
+// once a scope has r sends left until a reset, it admits at most r more,
+// those in flight included, until then. A Transport calls Take before each
+// send instead of NotBefore, and Done after it; with a plain Gate it counts
+// quotas in process. NewGate and redisgate return QuotaGates.
 type QuotaGate interface {
 	Gate
-	// Take admits one send of scope, and returns the zero time, or returns
-	// the time to ask again: the scope's hold, or its quota's reset; or,
-	// while sends set against the spent quota are unanswered, a recheck at
-	// most 10ms ahead, since their answers may give sends back.
-	// NotBefore still answers the reset.
+	// Take admits one send of scope and returns the zero time, or returns
+	// when to ask again: the hold, the quota's reset, or, while sends set
+	// against the spent quota are unanswered, a recheck soon.
 	Take(ctx context.Context, scope string) (time.Time, error)
-	// Done records that a send that Take admitted was answered, and the
-	// quota its response published, if q is not nil. served says the
-	// server served it: a response came that was not throttled (see
-	// WithInferredQuota, which counts these). A send whose request's
-	// context ended is answered too: ctx may be done already.
+	// Done records that a send Take admitted was answered, the quota its
+	// response published (q may be nil), and whether it was served (not
+	// throttled). ctx may be done already.
 	Done(ctx context.Context, scope string, q *Quota, served bool) error
 }
 
-// NewGate returns a Gate kept in memory, which is also a QuotaGate. Pass one
-// to several Transports with WithGate to share it between them.
+// NewGate returns a Gate kept in memory, which is also a QuotaGate and a
+// PaceGate. Pass one to several Transports with WithGate to share it.
 func NewGate(opts ...GateOption) Gate {
 	g := &memGate{scopes: make(map[string]*scopeState)}
 	for _, o := range opts {

@@ -38,24 +38,11 @@ const (
 	unixResetAbove = 1_000_000_000
 )
 
-// ParseRetryAfter parses a Retry-After field value and returns the wait it
-// asks for, measured from now. It accepts:
-//
-//   - delay-seconds (RFC 9110 §10.2.3, 1*DIGIT), such as "120";
-//   - decimal seconds such as "2.0" or "1.5" (sent by some APIs, not by the
-//     RFC), rounded up to the next whole second;
-//   - an HTTP-date in each of the three forms of RFC 9110 §5.6.7:
-//     IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), RFC 850
-//     ("Sunday, 06-Nov-94 08:49:37 GMT", whose two-digit year is read by the
-//     RFC's 50-year rule relative to now) and asctime
-//     ("Sun Nov  6 08:49:37 1994"). Day and month names are matched without
-//     regard to case; the weekday is checked for spelling but not against
-//     the date. A date in the past is a valid wait of 0.
-//
-// Surrounding spaces and tabs are ignored. It reports false for anything
-// else: values longer than 128 bytes (rejected before any other work),
-// signs, exponents, inner spaces, impossible dates, and waits that do not
-// fit in a time.Duration. The wait is never negative.
+// ParseRetryAfter returns the wait a Retry-After value asks for, measured
+// from now: delay-seconds ("120"), decimal seconds ("1.5", rounded up), or
+// an HTTP-date in any of RFC 9110's three forms (a past date waits 0),
+// spaces around ignored. It reports false for anything else: over 128
+// bytes, signs, exponents, impossible dates, waits beyond a time.Duration.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if len(value) > maxHintLen {
 		return 0, false
@@ -74,20 +61,14 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	return until(t, now)
 }
 
-// Hint returns the wait a response asks for before the next request, and the
-// name of the header it came from.
-//
-// Retry-After (see ParseRetryAfter), retry-after-ms and x-ms-retry-after-ms
-// (whole milliseconds) are read first, and the largest valid one wins; on a
-// tie the first in that order. Only when none of them is valid, in order:
-// "RateLimit" (the IETF RateLimit fields draft -10), the largest t of an item
-// with r=0; "RateLimit-Reset" when RateLimit-Remaining is 0 or absent;
-// "X-RateLimit-Reset" when X-RateLimit-Remaining is 0. A *-Reset value above
-// 1e9 is a Unix time in seconds, else seconds.
-//
-// A header that is invalid, negative, longer than 128 bytes, overflowing, or
-// repeated with differing values gives no hint; a malformed RateLimit field
-// is ignored as a whole. The wait is never negative. Hint does not allocate.
+// Hint returns the wait a response asks for before the next request, and
+// the header it came from: the largest valid Retry-After (ParseRetryAfter),
+// retry-after-ms or x-ms-retry-after-ms (on a tie, the first); else the
+// IETF RateLimit field's largest t with r=0; else RateLimit-Reset
+// (RateLimit-Remaining 0 or absent) or X-RateLimit-Reset
+// (X-RateLimit-Remaining 0), a Unix time above 1e9, else seconds. An
+// invalid, negative, overlong (128 bytes) or conflicting header gives no
+// hint. Hint does not allocate.
 func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string, ok bool) {
 	if resp == nil {
 		return 0, "", false

@@ -9,16 +9,11 @@ import (
 	"github.com/heed-go/heed/internal/rules"
 )
 
-// WithInferredQuota turns the inferred quota on or off. Default: off for
-// NewGate (redisgate has it on). When on, a scope whose last two episodes,
-// each from a hold's end (a reopen) to the next throttle, served the same S
-// sends over the same period P (within 5 %, P at least a second) admits at
-// most S sends from each reopen until reopen + P, as if the server had
-// published that quota, and probes S+1 every 8 windows. It only
-// ever holds sends longer than the server asked, only while the scope is
-// saturated, and never while a published quota is known; only a gate that
-// sees the scope's holds learns. The reasons and measurements are in
-// docs/inferred-quota.md.
+// WithInferredQuota turns the inferred quota on or off: a gate that saw a
+// scope serve the same S sends per period P in its last two episodes
+// admits at most S per P from each reopen, as if the server had published
+// that quota, and probes S+1 now and then. It only ever sends later than
+// the server asked (docs/inferred-quota.md). Default: off for NewGate.
 func WithInferredQuota(on bool) GateOption {
 	return gateOptionFunc(func(g *memGate) { g.infer = on })
 }

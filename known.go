@@ -13,22 +13,14 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// Limit is what the caller knows of a server's limit that the server may
-// not signal: the sends of one policy in one scope go at most Rate a
-// second, with bursts of at most Burst, and at most InFlight of them are
-// unanswered at once. heed keeps to it and still obeys every hold, quota
-// and pace the server asks for, which can only be slower. The zero Limit
-// knows nothing.
+// Limit is what the caller knows of a server's limit that it may not
+// signal: the sends of one policy in one scope go at most Rate a second,
+// in bursts of at most Burst, with at most InFlight unanswered. heed keeps
+// to it and still obeys every slower hold, quota and pace.
 type Limit struct {
-	// Rate is the most sends a second. Default 0: no known rate.
-	Rate float64
-	// Burst is the most sends that may go at once when the rate allows.
-	// Default (also for Burst < 1): 1.
-	Burst int
-	// InFlight is the most sends unanswered at once; a send counts from
-	// when it goes until its response body is closed, or its error
-	// returns. Default 0: no known cap.
-	InFlight int
+	Rate     float64 // sends a second; 0: no known rate
+	Burst    int     // sends at once when the rate allows; below 1: 1
+	InFlight int     // sends unanswered at once, until the body is closed; 0: no cap
 }
 
 // DefaultMaxWaiting is the most RoundTrips of a scope that wait to send at

@@ -12,28 +12,14 @@ import (
 type EventKind uint8
 
 const (
-	// EventAttempt reports one attempt's outcome: its status or error,
-	// classified. Every send produces one.
-	EventAttempt EventKind = iota + 1
-	// EventRetry reports a retry scheduled after Wait.
-	EventRetry
-	// EventDeferred reports a *DeferredError returned: the wait did not fit.
-	EventDeferred
-	// EventDelivered reports a response or error handed to the caller
-	// because its class says so (Deliver or Terminal).
-	EventDelivered
-	// EventGiveUp reports a retryable failure handed to the caller as it
-	// is: attempts used up, not replay-safe, body not replayable, or the
-	// context done. Stop says which.
-	EventGiveUp
-	// EventBudget reports a retry refused by the scope's retry budget; the
-	// last response or error is handed to the caller.
-	EventBudget
-	// EventGateWait reports a wait at the gate before sending: the scope is
-	// cooling down or out of its published quota.
-	EventGateWait
-	// EventGateError reports a gate that failed; the request is sent anyway.
-	EventGateError
+	EventAttempt   EventKind = iota + 1 // an attempt's outcome, classified: one per send
+	EventRetry                          // a retry scheduled after Wait
+	EventDeferred                       // a *DeferredError returned: the wait did not fit
+	EventDelivered                      // handed to the caller as its class says (Deliver, Terminal)
+	EventGiveUp                         // a retryable failure handed over; Stop says why
+	EventBudget                         // a retry refused by the scope's retry budget
+	EventGateWait                       // a wait at the gate before a send
+	EventGateError                      // a gate that failed; the request is sent anyway
 )
 
 // String returns the kind's name in lower case, which is also the "op"
@@ -62,44 +48,28 @@ func (k EventKind) String() string {
 
 // Event is one decision of a Transport, as given to an observer.
 type Event struct {
-	// Kind says which decision this is.
-	Kind EventKind
-	// Context is the request's context, for observers that record on the
-	// caller's span. Observers must not keep it.
+	Kind EventKind // which decision this is
+	// Context is the request's context, for recording on the caller's
+	// span. Observers must not keep it.
 	Context context.Context
-	// Route is the name of the policy that applied.
-	Route string
-	// Method is the request method.
-	Method string
-	// URL is the request URL, redacted: no userinfo, no query, no fragment.
-	URL string
-	// Attempt is the attempt the decision follows: 1 for the first; for a
-	// gate wait, the attempt about to be sent.
-	Attempt int
-	// Status is the last response's status, 0 when there was none.
-	Status int
+	Route   string // the name of the policy that applied
+	Method  string // the request method
+	URL     string // the request URL, redacted: no userinfo, query or fragment
+	Attempt int    // the attempt decided on, 1 for the first; for a gate wait, the one about to go
+	Status  int    // the last response's status, 0 when there was none
 	// Class and Reason are the last attempt's verdict; for a gate wait,
-	// Throttled and "cooling down"; for a budget refusal, Reason is
-	// "retry budget".
+	// Throttled and "cooling down"; for EventBudget, "retry budget".
 	Class  Class
 	Reason string
-	// Wait is the wait decided on (retry, gate wait) or that did not fit
-	// (deferred).
-	Wait time.Duration
-	// Source is where Wait came from: the header that hinted it (such as
-	// "Retry-After" or "retry-after-ms"), "backoff", or "gate".
-	Source string
-	// RetryAt is when the next attempt may go: after a retry or gate wait,
-	// or for a deferral, the time to persist.
-	RetryAt time.Time
-	// Left is the time that remained, 0 when none did or there was no limit.
-	Left time.Duration
-	// Stop says why a retryable failure was handed over (EventGiveUp):
-	// "attempts used up", "not replay-safe", "body not replayable" or
-	// "context done".
-	Stop string
-	// Err is the last transport error, if any.
-	Err error
+	// Wait is the wait decided on, or for EventDeferred the one that did
+	// not fit; Source says where it came from: a header such as
+	// "Retry-After", "backoff" or "gate".
+	Wait    time.Duration
+	Source  string
+	RetryAt time.Time     // when the next attempt may go; for a deferral, the time to persist
+	Left    time.Duration // the time that remained, as DeferredError.Left
+	Stop    string        // why EventGiveUp: "attempts used up", "not replay-safe", "body not replayable" or "context done"
+	Err     error         // the last transport error, if any
 }
 
 // WithObserver calls observe synchronously for every decision the Transport

@@ -12,27 +12,20 @@ import (
 	"time"
 )
 
-// PaceGate is a Gate that also keeps, per scope, the state heed paces the
-// scope by once a hint of a second or more has throttled it (the release,
-// docs/pacing.md), so that every Transport sharing the gate, in one
-// process or across a fleet, paces the scope as one sender: one burst at
-// each reopen, one rate fitted from the whole fleet's sends. A Transport
-// given a PaceGate with WithGate joins the scope's shared pace when it is
-// first throttled so, or finds a hold it did not set; until then, and for
-// every scope that never is, it paces alone, without asking the gate.
-// NewGate and redisgate both return PaceGates.
-//
-// The state is heed's own, opaque to the gate. Implementations must be
-// safe for concurrent use.
+// PaceGate is a Gate that also keeps, per scope, the state heed paces a
+// throttled scope by, opaque bytes, so that every Transport sharing it, in
+// one process or across a fleet, paces the scope as one sender
+// (docs/pacing.md). Transports join a scope's shared pace only once a herd
+// of them is throttled with a hint of a second or more. NewGate and
+// redisgate return PaceGates. Implementations must be safe for concurrent
+// use.
 type PaceGate interface {
 	Gate
-	// Pace replaces the scope's state, atomically, with what update
-	// returns for it: nil when the gate has none, or it has expired.
-	// update may be called more than once, when the state changed under
-	// it, and must then depend only on its argument; if it returns its
-	// argument unchanged, nothing need be written. A state unchanged for
-	// 10 minutes may be forgotten. An error means the state may not have
-	// been read or written; the Transport then paces on its own copy.
+	// Pace replaces the scope's state, atomically, with update's result
+	// (its argument is nil for none). update may run more than once, and
+	// then depends only on its argument; a result equal to the argument
+	// need not be written. A state unchanged for 10 minutes may be
+	// forgotten. On an error the Transport paces on its own copy.
 	Pace(ctx context.Context, scope string, update func(state []byte) []byte) error
 }
 

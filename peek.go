@@ -15,21 +15,12 @@ import (
 	"unicode/utf8"
 )
 
-// PeekBody reads at most n bytes of resp's body and leaves resp.Body whole:
-// it replaces resp.Body with one that yields the bytes read, then the rest,
-// and whose Close closes the original body. It reads until it has n bytes or
-// the body ends; a shorter body's bytes come with a nil error. A read error
-// is returned with the bytes read before it, and a later read of resp.Body
-// meets it again. A nil body, http.NoBody or n <= 0 read nothing and leave
-// resp as it is.
-//
-// When resp's Content-Encoding is gzip, x-gzip or deflate (the caller asked
-// for it, so net/http did not decode), the bytes returned are the start of
-// the decoded body, at most n of them, decoded from the n bytes read (so a
-// small n may decode to fewer, or none); resp.Body still yields the body as
-// it came, encoded. Bytes that are not in the encoding claimed are returned
-// as they came. Otherwise the returned bytes are shared with the new body:
-// do not modify them.
+// PeekBody returns up to n bytes from the start of resp's body and leaves
+// resp.Body whole: it yields the same bytes again, then the rest, and its
+// Close closes the original. A read error comes with the bytes before it,
+// and the body's reader meets it again. A gzip or deflate body the caller
+// asked for is decoded, at most n bytes of it; resp.Body stays encoded.
+// The bytes may be shared with the body: do not modify them.
 func PeekBody(resp *http.Response, n int) ([]byte, error) {
 	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || n <= 0 {
 		return nil, nil

@@ -15,85 +15,45 @@ import (
 
 // Package defaults for the zero fields of a Policy.
 const (
-	// DefaultMaxAttempts is the number of attempts, the first included, when
-	// Policy.MaxAttempts is 0.
-	DefaultMaxAttempts = 5
-	// DefaultMaxWait is the longest single in-process wait when
-	// Policy.MaxWait is 0. A longer wait defers.
-	DefaultMaxWait = 60 * time.Second
-	// DefaultMinWait is the least wait after a server hint when
-	// Policy.MinWait is 0.
-	DefaultMinWait = time.Second
-	// DefaultBodyBuffer is how many bytes of a request body that cannot be
-	// replayed otherwise are buffered so that the request can be retried.
-	// A larger body is sent once and not retried.
-	DefaultBodyBuffer = 1 << 20
+	DefaultMaxAttempts = 5                // attempts, the first included
+	DefaultMaxWait     = 60 * time.Second // the longest wait in process; a longer one defers
+	DefaultMinWait     = time.Second      // the least wait after a server hint
+	DefaultBodyBuffer  = 1 << 20          // bytes of a body buffered to replay it (WithBodyBuffer)
 )
 
-// Policy says how the requests of one route are retried. The zero value of
-// every field means the package default given in its comment; a Policy given
-// to WithRoute does not inherit from the one given to WithPolicy.
+// Policy says how the requests of one route are retried. A zero field means
+// the default in its comment; a Policy given to WithRoute does not inherit
+// from the one given to WithPolicy.
 type Policy struct {
-	// Name is shown in logs and errors. Default: the route pattern, or
-	// "default" for the policy given to WithPolicy.
-	Name string
-	// MaxAttempts is the number of attempts including the first. Default 5.
-	// 1 never retries.
-	MaxAttempts int
-	// MaxElapsed is the time one RoundTrip may spend, beside the context
-	// deadline: the earlier of the two ends it. It bounds waiting, not an
-	// attempt in flight; use the context or http.Client.Timeout for that.
-	// Default: none.
+	Name        string // shown in logs and errors; default: the route pattern, or "default"
+	MaxAttempts int    // attempts, the first included; 1 never retries; default 5
+	// MaxElapsed bounds the time one RoundTrip spends waiting, beside the
+	// context deadline; it does not cut an attempt in flight. Default: none.
 	MaxElapsed time.Duration
-	// MaxWait is the longest single in-process wait, before jitter. A
-	// longer wait returns a *DeferredError at once. Default 60s.
-	MaxWait time.Duration
-	// MinWait is the least wait after any server hint: a hint of 0, a past
-	// date or 200ms all become MinWait. Default 1s.
-	MinWait time.Duration
-	// Backoff is the wait when the server gives no hint.
-	// Default: EqualJitter(1s, 30s).
-	Backoff Backoff
-	// Jitter is the most random spacing added after a server hint, never
-	// before it. Default 0.
-	Jitter time.Duration
-	// Reserve is the least time kept for the next attempt itself when
-	// deciding whether a wait fits the time left. The duration of the attempt
-	// just made is used when it is larger. Default 0.
-	Reserve time.Duration
-	// Classify decides what each response or error means.
-	// Default: DefaultClassifier.
-	Classify Classifier
-	// Scope is the gate scope: requests of one scope share one "not before"
-	// time, published quota and retry budget. Routes that share one server
-	// limit should share a Scope. Default: the request's host.
+	MaxWait    time.Duration // the longest single wait in process, before jitter; a longer one defers; default 60s
+	MinWait    time.Duration // the least wait after any server hint, 0 or a past date included; default 1s
+	Backoff    Backoff       // the wait when the server gives no hint; default EqualJitter(1s, 30s)
+	Jitter     time.Duration // the most random time added after a server hint, never before it; default 0
+	// Reserve is the least time kept for the next attempt when deciding
+	// whether a wait fits; the last attempt's duration, if larger, is kept
+	// instead. Default 0.
+	Reserve  time.Duration
+	Classify Classifier // what each response or error means; default DefaultClassifier
+	// Scope names the requests that share one gate: holds, quotas, pace
+	// and retry budget. Default: the request's host.
 	Scope string
-	// KeyHeader, if set, names an idempotency-key header. A POST or PATCH
-	// without it gets one random key per RoundTrip, the same on every
-	// attempt, and a request carrying it is replay-safe. Default: none.
-	KeyHeader string
-	// RetryUnsafe resends Ambiguous failures of non-idempotent requests
-	// anyway. Default false.
-	RetryUnsafe bool
-	// Budget limits the retries of each scope to a share of its first
-	// attempts. Default: the zero Budget, that is a ratio of 0.2 plus 10
-	// retries a second over 10s; Budget{Disabled: true} turns it off.
-	Budget Budget
-	// ScopeFor, if set, names the scope of each request, from the request
-	// or its context: a multi-tenant caller keeps tenants that have limits
-	// of their own apart on one host. An empty name falls back to Scope. It
-	// is called once per RoundTrip, from many goroutines at once.
-	// Default: none.
-	ScopeFor func(*http.Request) string
-	// Limit is what the caller knows of the server's limit for the sends
-	// of this policy in each scope: heed never exceeds it, and obeys the
-	// server where it asks for less. Default: the zero Limit, none known.
-	Limit Limit
-	// MaxWaiting is the most RoundTrips of a scope that wait to send at
-	// once, behind a hold, a published quota, a pace or a Limit; one more
-	// defers at once, with RetryAt the end of its wait. Default
-	// DefaultMaxWaiting.
-	MaxWaiting int
+	// KeyHeader names an idempotency-key header: a POST or PATCH without
+	// one gets a random key, the same on every attempt, and a request with
+	// one is replay-safe. Default: none.
+	KeyHeader   string
+	RetryUnsafe bool   // resend Ambiguous failures of non-idempotent requests anyway
+	Budget      Budget // bounds the scope's retries; default: the zero Budget
+	// ScopeFor, if set, names each request's scope (a tenant, say); an
+	// empty name falls back to Scope. It is called once per RoundTrip,
+	// concurrently.
+	ScopeFor   func(*http.Request) string
+	Limit      Limit // what the caller knows of the server's limit; heed never exceeds it
+	MaxWaiting int   // the most RoundTrips of a scope waiting to send; one more defers; default DefaultMaxWaiting
 }
 
 // Backoff gives the wait before a retry when the server gave no hint.
@@ -156,21 +116,18 @@ func WithPolicy(p Policy) Option {
 	return optionFunc(func(t *Transport) { t.fallback = p })
 }
 
-// WithRoute sets the policy for requests that match pattern, which has the
-// syntax of net/http.ServeMux patterns ("[METHOD ][HOST]/[PATH]"), and the
-// same precedence: the most specific pattern wins. A request that matches no
-// route uses the policy of WithPolicy. New panics on an invalid pattern, or
-// on two patterns that conflict, as ServeMux.Handle does.
+// WithRoute sets the policy for requests that match pattern, in the syntax
+// and precedence of net/http.ServeMux patterns ("[METHOD ][HOST]/[PATH]").
+// New panics on an invalid pattern or two that conflict, as ServeMux does.
 func WithRoute(pattern string, p Policy) Option {
 	return optionFunc(func(t *Transport) {
 		t.routeSpecs = append(t.routeSpecs, routeSpec{pattern, p})
 	})
 }
 
-// WithBodyBuffer sets how many bytes of a request body heed buffers so that
-// the request can be retried, when nothing else can replay it (no GetBody,
-// not an io.ReaderAt of known size). A larger body is sent once, streamed,
-// and not retried. Default (also for n <= 0): DefaultBodyBuffer, 1 MiB.
+// WithBodyBuffer sets how many bytes of a body that nothing else can
+// replay (no GetBody, no io.ReaderAt) heed buffers to retry it; a larger
+// body is streamed once, not retried. Default (also for n <= 0): 1 MiB.
 func WithBodyBuffer(n int64) Option {
 	return optionFunc(func(t *Transport) {
 		if n <= 0 {
@@ -191,16 +148,14 @@ func WithLogger(l *zap.Logger) Option {
 	})
 }
 
-// DefaultMaxHold is the longest a Transport holds a scope for other
-// requests, or counts a published quota toward a reset, when WithMaxHold is
-// not given.
+// DefaultMaxHold bounds a hold or quota reset shared with the gate, when
+// WithMaxHold is not given.
 const DefaultMaxHold = 24 * time.Hour
 
-// WithMaxHold bounds what one response can impose on the other requests of
-// its scope: a hold (a throttled response's hint) and a published quota's
-// reset are shared with the gate as at most d ahead. The request that got
-// the hint still waits or defers by the hint itself: the server's word
-// stands for it. Default (also for d <= 0): DefaultMaxHold, a day.
+// WithMaxHold bounds how far ahead one response can hold its scope for the
+// other requests, by a hint or a quota's reset; the request that got the
+// hint still waits or defers by the hint itself. Default (also for
+// d <= 0): DefaultMaxHold.
 func WithMaxHold(d time.Duration) Option {
 	return optionFunc(func(t *Transport) {
 		if d <= 0 {
