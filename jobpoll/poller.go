@@ -73,6 +73,11 @@ type Poller struct {
 	// logged without its userinfo, query or fragment. Default (also nil):
 	// none.
 	Logger *zap.Logger
+	// OnWait, if set, is called before each wait between checks, on Poll's
+	// goroutine, with the last check's status (the zero Status before the
+	// first check) and when the next check is due; a progress display
+	// counts down to it. It must be quick. Default: none.
+	OnWait func(last Status, next time.Time)
 }
 
 // Poll checks the job at once, then again after each wait, until a check
@@ -148,6 +153,9 @@ func (p *Poller) PollAt(ctx context.Context, jobID string, c Checker, first time
 				ce.Write(zap.String("op", "poll wait"), zap.String("job", logID), zap.Int("check", checks),
 					zap.String("state", last.State), zap.Duration("wait", wait), zap.String("source", source),
 					zap.Time("next_check", next))
+			}
+			if p.OnWait != nil {
+				p.OnWait(last, next)
 			}
 			if err := sleep(ctx, wait); err != nil {
 				return last, err

@@ -509,6 +509,51 @@ func TestPollLogs(t *testing.T) {
 	})
 }
 
+// TestPollOnWait asserts that OnWait hears of every wait before it is
+// waited, with the last status and the time of the next check, and of no
+// check that goes at once.
+func TestPollOnWait(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		first time.Duration // PollAt's first check, after the start; 0: at once
+		hints []string      // each running check's Retry-After
+		want  []time.Duration
+		state []string
+	}{
+		{"no wait", 0, nil, nil, nil},
+		{"one hint", 0, []string{"3"}, []time.Duration{3 * time.Second}, []string{"running"}},
+		{"two hints", 0, []string{"2", "5"}, []time.Duration{2 * time.Second, 7 * time.Second}, []string{"running", "running"}},
+		{"a first check later", 4 * time.Second, []string{"1"}, []time.Duration{4 * time.Second, 5 * time.Second}, []string{"", "running"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var replies []answer
+				for _, h := range tt.hints {
+					replies = append(replies, hinted("running", h))
+				}
+				replies = append(replies, state("succeeded"))
+				start := time.Now()
+				var got []time.Duration
+				var states []string
+				p := jobpoll.Poller{Terminal: terminal, OnWait: func(last jobpoll.Status, next time.Time) {
+					got = append(got, next.Sub(start))
+					states = append(states, last.State)
+					assert.True(t, next.After(time.Now()), "before the wait, not after")
+				}}
+				var first time.Time
+				if tt.first > 0 {
+					first = start.Add(tt.first)
+				}
+				st, err := p.PollAt(t.Context(), "job-1", checker(scripted(replies...), heed.Policy{}), first)
+				require.NoError(t, err)
+				assert.Equal(t, "succeeded", st.State)
+				assert.Equal(t, tt.want, got)
+				assert.Equal(t, tt.state, states)
+			})
+		})
+	}
+}
+
 // TestHTTPCheckerRequest asserts what a status request carries.
 func TestHTTPCheckerRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

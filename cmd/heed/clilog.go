@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/jobpoll"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -12,17 +13,26 @@ import (
 // countdownTick is how often a countdown is redrawn.
 const countdownTick = 100 * time.Millisecond
 
-// decisionLogger returns the logger of "heed get" and "heed poll": one line
-// per decision, every level, on stderr; console lines by default, JSON
-// with jsonLog. When stderr is a terminal it also draws a live countdown to
-// the next attempt, fed by observe, which is then the heed.WithObserver of
-// the Transport (nil off a terminal), and to jobpoll's next check. Call the
-// returned stop before exiting: it stops the countdown and flushes the log.
-func decisionLogger(stderr io.Writer, jsonLog bool) (log *zap.Logger, observe func(heed.Event), stop func()) {
+// cliLog is the log of "heed get" and "heed poll": one line per decision,
+// every level, on stderr. When stderr is a terminal it also draws a live
+// countdown to the next attempt, fed by observe (heed's events), and to
+// jobpoll's next check, fed by nextCheck (the Poller's OnWait); off a
+// terminal both are nil. Call stop before exiting: it stops the countdown
+// and flushes the log.
+type cliLog struct {
+	*zap.Logger
+	observe   func(heed.Event)
+	nextCheck func(jobpoll.Status, time.Time)
+	stop      func()
+}
+
+// decisionLogger returns the cliLog on stderr: console lines by default,
+// JSON with jsonLog.
+func decisionLogger(stderr io.Writer, jsonLog bool) cliLog {
 	return newDecisionLogger(stderr, jsonLog, isTerminal(stderr))
 }
 
-func newDecisionLogger(stderr io.Writer, jsonLog, terminal bool) (*zap.Logger, func(heed.Event), func()) {
+func newDecisionLogger(stderr io.Writer, jsonLog, terminal bool) cliLog {
 	cfg := zapcore.EncoderConfig{
 		TimeKey:        "time",
 		LevelKey:       "level",
@@ -42,9 +52,9 @@ func newDecisionLogger(stderr io.Writer, jsonLog, terminal bool) (*zap.Logger, f
 	}
 	if !terminal {
 		core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(stderr)), zapcore.DebugLevel)
-		return zap.New(core), nil, func() {}
+		return cliLog{Logger: zap.New(core), stop: func() {}}
 	}
 	cd := newCountdown(stderr, countdownTick)
 	core := countdownCore{Core: zapcore.NewCore(enc, cd, zapcore.DebugLevel), cd: cd}
-	return zap.New(core), cd.observe, cd.Stop
+	return cliLog{Logger: zap.New(core), observe: cd.observe, nextCheck: cd.pollWait, stop: cd.Stop}
 }

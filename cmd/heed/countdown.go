@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/jobpoll"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -136,11 +137,17 @@ func (c *countdown) observe(e heed.Event) {
 	c.Stop()
 }
 
+// pollWait is the jobpoll.Poller's OnWait of a poll whose waits this
+// countdown shows: it counts down to the next check. jobpoll logs its wait
+// before it calls OnWait, so the countdown outlives that log line.
+func (c *countdown) pollWait(_ jobpoll.Status, next time.Time) {
+	c.Start("next check", next)
+}
+
 // countdownCore is a zapcore.Core that passes every entry on to the log's
-// own core, ending the countdown running before each, and starts a
-// countdown to the next check when jobpoll logs a "poll wait" (field
-// next_check): jobpoll has no observer. heed's own waits come from its
-// events (observe), not from its log.
+// own core, ending the countdown running before each, so that no line is
+// drawn over it. What to count down to comes from events (observe,
+// pollWait), never from the log.
 type countdownCore struct {
 	zapcore.Core
 	cd *countdown
@@ -159,27 +166,8 @@ func (c countdownCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore
 	return ce
 }
 
-// Write ends the countdown running, writes the entry, then starts a
-// countdown to the next check it announces, if any.
+// Write ends the countdown running, then writes the entry.
 func (c countdownCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	c.cd.Stop()
-	err := c.Core.Write(e, fields)
-	if at, ok := nextCheck(fields); ok {
-		c.cd.Start("next check", at)
-	}
-	return err
-}
-
-// nextCheck reads the fields of jobpoll's "poll wait": when the next check
-// is due.
-func nextCheck(fields []zapcore.Field) (time.Time, bool) {
-	enc := zapcore.NewMapObjectEncoder()
-	for _, f := range fields {
-		f.AddTo(enc)
-	}
-	if op, _ := enc.Fields["op"].(string); op != "poll wait" {
-		return time.Time{}, false
-	}
-	at, ok := enc.Fields["next_check"].(time.Time)
-	return at, ok
+	return c.Core.Write(e, fields)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/jobpoll"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -36,8 +37,9 @@ func (s *syncBuffer) String() string {
 // countdown that ends, cleared, when the time comes.
 func TestCountdown(t *testing.T) {
 	var out syncBuffer
-	log, observe, stop := newDecisionLogger(&out, false, true)
-	defer stop()
+	l := newDecisionLogger(&out, false, true)
+	log, observe := l.Logger, l.observe
+	defer l.stop()
 	require.NotNil(t, observe)
 	at := time.Now().Add(350 * time.Millisecond)
 	// As heed does: the log line first, then the event.
@@ -50,9 +52,15 @@ func TestCountdown(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(s, "\n"), "only the log line ends a line")
 
 	// A log line clears the countdown before it is written, and a poll
-	// wait counts down to the next check.
-	log.Info("poll wait", zap.String("op", "poll wait"), zap.Time("next_check", time.Now().Add(time.Minute)))
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "next check in 1m0s") }, time.Second, 10*time.Millisecond)
+	// wait counts down to the next check: the log line first, then the
+	// Poller's OnWait, as jobpoll does.
+	next := time.Now().Add(time.Minute)
+	log.Info("poll wait", zap.String("op", "poll wait"), zap.Time("next_check", next))
+	time.Sleep(3 * countdownTick)
+	assert.NotContains(t, out.String(), "next check", "a poll wait's log line alone starts no countdown")
+	require.NotNil(t, l.nextCheck)
+	l.nextCheck(jobpoll.Status{State: "running"}, time.Now().Add(2*time.Minute)) // not the log's time: the call's
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "next check in 2m0s") }, time.Second, 10*time.Millisecond)
 	log.Info("poll done", zap.String("op", "poll done"))
 	s = out.String()
 	assert.True(t, strings.HasSuffix(s, "\n"), "the countdown stopped when the next line came: %q", s)
@@ -65,8 +73,9 @@ func TestCountdown(t *testing.T) {
 // schedules no attempt ends the countdown.
 func TestCountdownFromEvents(t *testing.T) {
 	var out syncBuffer
-	log, observe, stop := newDecisionLogger(&out, false, true)
-	defer stop()
+	l := newDecisionLogger(&out, false, true)
+	log, observe := l.Logger, l.observe
+	defer l.stop()
 	log.Info("retry", zap.String("op", "retry"), zap.Time("retry_at", time.Now().Add(time.Minute)))
 	time.Sleep(3 * countdownTick)
 	assert.NotContains(t, out.String(), "next attempt", "a log line alone starts no countdown")
@@ -81,13 +90,14 @@ func TestCountdownFromEvents(t *testing.T) {
 }
 
 // TestNoCountdownOffTerminal asserts that off a terminal only log lines
-// are written, and that there is no observer to give heed.
+// are written, and that there is no observer to give heed or jobpoll.
 func TestNoCountdownOffTerminal(t *testing.T) {
 	var out syncBuffer
-	log, observe, stop := newDecisionLogger(&out, true, false)
-	assert.Nil(t, observe)
-	log.Info("retry", zap.String("op", "retry"), zap.Time("retry_at", time.Now().Add(time.Second)))
-	stop()
+	l := newDecisionLogger(&out, true, false)
+	assert.Nil(t, l.observe)
+	assert.Nil(t, l.nextCheck)
+	l.Info("retry", zap.String("op", "retry"), zap.Time("retry_at", time.Now().Add(time.Second)))
+	l.stop()
 	assert.NotContains(t, out.String(), "next attempt")
 	assert.NotContains(t, out.String(), "\r")
 	assert.True(t, strings.HasPrefix(out.String(), "{"), "JSON: %q", out.String())
@@ -112,9 +122,9 @@ func TestRemaining(t *testing.T) {
 // escaped: zap itself passes DEL and C1 controls through.
 func TestTerminalLogEscapesControls(t *testing.T) {
 	var out syncBuffer
-	log, _, stop := newDecisionLogger(&out, false, true)
-	log.Info("give up", zap.String("op", "give up"), zap.String("error", "malformed header: \u009b2J\x7f"))
-	stop()
+	l := newDecisionLogger(&out, false, true)
+	l.Info("give up", zap.String("op", "give up"), zap.String("error", "malformed header: \u009b2J\x7f"))
+	l.stop()
 	assert.Contains(t, out.String(), `malformed header: \u009b2J\x7f`)
 	assert.NotContains(t, out.String(), "\u009b")
 	assert.NotContains(t, out.String(), "\x7f")

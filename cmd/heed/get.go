@@ -119,20 +119,20 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 
-	log, observe, stopLog := decisionLogger(stderr, *jsonLog)
-	defer stopLog()
+	log := decisionLogger(stderr, *jsonLog)
+	defer log.stop()
 	policy := heed.Policy{Name: "get", MaxAttempts: *attempts}
 	if *deadline > 0 {
 		// The deadline alone decides whether a wait fits.
 		policy.MaxWait = *deadline
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	tr := heed.New(base, heed.WithPolicy(policy), heed.WithLogger(log), heed.WithObserver(observe))
+	tr := heed.New(base, heed.WithPolicy(policy), heed.WithLogger(log.Logger), heed.WithObserver(log.observe))
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 
 	resp, err := client.Do(req)
-	stopLog()
+	log.stop()
 	if err != nil {
 		return getError(stdout, errw, err, req.URL, *deadline)
 	}

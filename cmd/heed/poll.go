@@ -96,17 +96,18 @@ func runPoll(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := interruptible()
 	defer stop()
-	log, observe, stopLog := decisionLogger(stderr, *jsonLog)
-	defer stopLog()
+	log := decisionLogger(stderr, *jsonLog)
+	defer log.stop()
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	tr := heed.New(base, heed.WithPolicy(heed.Policy{Name: "poll", MaxElapsed: *checkDeadline}), heed.WithLogger(log), heed.WithObserver(observe))
+	tr := heed.New(base, heed.WithPolicy(heed.Policy{Name: "poll", MaxElapsed: *checkDeadline}), heed.WithLogger(log.Logger), heed.WithObserver(log.observe))
 	defer tr.CloseIdleConnections()
 	poller := &jobpoll.Poller{
 		Terminal: terminal,
 		Running:  running,
 		Deadline: *deadline,
 		Backoff:  heed.EqualJitter(*interval, *maxInterval),
-		Logger:   log,
+		Logger:   log.Logger,
+		OnWait:   log.nextCheck,
 	}
 	check := &jobpoll.HTTPChecker{
 		URL:    target,
@@ -118,7 +119,7 @@ func runPoll(args []string, stdout, stderr io.Writer) int {
 	}
 	job := jobName(target)
 	st, err := poller.Poll(ctx, job, check)
-	stopLog()
+	log.stop()
 	errw := terminalSafe(stderr)
 	if err == nil {
 		stdout.Write(st.Body)
