@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed/internal/rules"
+	"go.uber.org/zap/zapcore"
 )
 
 // ErrDeferred is the error that every *DeferredError matches with errors.Is.
@@ -77,3 +78,24 @@ func (e *DeferredError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrDeferred.
 func (e *DeferredError) Is(target error) bool { return target == ErrDeferred }
+
+// deferred reports d as a deferral after attempts sends, and returns its
+// *DeferredError.
+func (c *call) deferred(d *decision, attempts int) *DeferredError {
+	d.kind = EventDeferred
+	c.decide(zapcore.WarnLevel, d)
+	return &DeferredError{
+		Method:   c.req.Method,
+		URL:      c.redactedURL(),
+		Route:    c.p.name,
+		Key:      c.key(),
+		Attempts: attempts,
+		Status:   c.status,
+		Reason:   d.verdict.Reason,
+		Wait:     d.wait,
+		RetryAt:  d.retryAt,
+		Left:     d.left,
+		Err:      c.err,
+		rawURL:   c.req.URL,
+	}
+}

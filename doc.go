@@ -6,12 +6,13 @@
 //
 // One request's path through the package, attempt by attempt:
 //
-//   - The gate (admit.go, gate.go, infer.go): the attempt waits while its
-//     scope is held, or while the scope's published or inferred quota is
+//   - The gate (admission.go, admit.go, gate.go, infer.go): the attempt
+//     waits while its scope is held, or while the scope's published or inferred quota is
 //     spent; else it is counted against that quota and goes on.
-//   - The limits (known.go, adaptive.go): it keeps to the rate and the
-//     sends in flight the caller knows of, and to the pace learned from
-//     throttles.
+//   - The limits (known.go, adaptive.go, tokens.go, release.go,
+//     concurrency.go, pace.go): it keeps to the rate and the sends in
+//     flight the caller knows of, and to the pace and cap learned from
+//     throttles, shared through the gate when it keeps one.
 //   - The send (transport.go, wire.go, body.go, key.go): it goes, with its
 //     own copy of the body and an idempotency key when it needs one,
 //     checked against the scope's hold again once its connection is ready.
@@ -27,5 +28,6 @@
 //   - Logging and observing (log.go, observe.go): each decision is logged
 //     and given to an observer.
 //
-// Routes (routes.go) pick each request's Policy (policy.go).
+// Routes (routes.go) pick each request's Policy (policy.go); scope.go keeps
+// what a Transport knows of each scope.
 package heed

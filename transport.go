@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,23 +36,6 @@ type Transport struct {
 
 	scopesMu sync.Mutex
 	scopes   map[string]*scopeLocal
-}
-
-// scopeLocal is what a Transport keeps of one scope in process: its
-// adaptive rate limiter and the retry budget of each policy used in it.
-type scopeLocal struct {
-	limiter adaptive
-	budgets map[*policy]*retryBudget
-	known   map[*policy]*known // the Limit of each policy that has one
-	waiting atomic.Int64       // RoundTrips waiting to send
-
-	// The latest hold this Transport set, and when it was set, in Unix
-	// nanoseconds: what the wire check checks against.
-	heldUntil   atomic.Int64
-	throttledAt atomic.Int64
-	// published: a response of the scope published a quota, whose reset
-	// the gate may answer as a wait
-	published atomic.Bool
 }
 
 // New returns a Transport that sends through next (http.DefaultTransport
@@ -107,40 +89,6 @@ func init() {
 	link.Policy = func(t http.RoundTripper, req *http.Request) any {
 		return t.(*Transport).policyFor(req).public
 	}
-}
-
-// scope returns the in-process state of scope, p's retry budget in it
-// (nil when p has none) and p's known limit in it (nil when p has none).
-func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *known) {
-	t.scopesMu.Lock()
-	defer t.scopesMu.Unlock()
-	sl := t.scopes[scope]
-	if sl == nil {
-		sl = &scopeLocal{budgets: make(map[*policy]*retryBudget, 1)}
-		if t.paces != nil {
-			sl.limiter.shared = &sharedPace{gate: t.paces, scope: scope}
-		}
-		t.scopes[scope] = sl
-	}
-	var k *known
-	if p.limit != (Limit{}) {
-		if k = sl.known[p]; k == nil {
-			if sl.known == nil {
-				sl.known = make(map[*policy]*known, 1)
-			}
-			k = newKnown(p.limit)
-			sl.known[p] = k
-		}
-	}
-	if p.budget.Disabled {
-		return sl, nil, k
-	}
-	b := sl.budgets[p]
-	if b == nil {
-		b = newRetryBudget(p.budget)
-		sl.budgets[p] = b
-	}
-	return sl, b, k
 }
 
 // RoundTrip sends req, retrying as its policy says. It returns the last
@@ -423,25 +371,7 @@ func (c *call) giveUp(d *decision, why string, resp *http.Response, err error) (
 	return resp, err
 }
 
-func (c *call) deferred(d *decision, attempts int) *DeferredError {
-	d.kind = EventDeferred
-	c.decide(zapcore.WarnLevel, d)
-	return &DeferredError{
-		Method:   c.req.Method,
-		URL:      c.redactedURL(),
-		Route:    c.p.name,
-		Key:      c.key(),
-		Attempts: attempts,
-		Status:   c.status,
-		Reason:   d.verdict.Reason,
-		Wait:     d.wait,
-		RetryAt:  d.retryAt,
-		Left:     d.left,
-		Err:      c.err,
-		rawURL:   c.req.URL,
-	}
-}
-
+// levelFor is the log level of a delivered response or error of class c.
 func levelFor(c Class) zapcore.Level {
 	if c == Terminal {
 		return zapcore.InfoLevel

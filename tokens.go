@@ -1,0 +1,119 @@
+// Pacing tokens: a paced send's place in its scope's pace, taken before
+// it goes, waited for in turn, and given back when it does not go.
+
+package heed
+
+import (
+	"math"
+	"time"
+)
+
+// reserve takes a token for a send about to go at now, and returns it
+// and how long the send must wait for it: 0 when it may go at once. Sends
+// that reserve together go one token apart, in turn, not at one instant.
+// A send told to wait asks due again after at most paceRecheck, since a
+// rate that climbs meanwhile brings its token sooner; one that does not
+// go after all gives its token back with cancel.
+func (a *adaptive) reserve(now time.Time) (token, time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var k float64
+	var wait time.Duration
+	if !a.sharing() {
+		k, wait = a.take(now)
+	} else {
+		k, wait = a.takeShared(now)
+	}
+	return token{k, a.gen}, wait
+}
+
+// token is a pacing token: its number, in the numbering gen counts.
+type token struct {
+	n   float64
+	gen int64
+}
+
+// takeShared is take on the gate's pace. (Apart, so that the closure costs
+// nothing on the path that does not share.)
+func (a *adaptive) takeShared(now time.Time) (k float64, wait time.Duration) {
+	a.through(func() { k, wait = a.take(now) }, nil)
+	return k, wait
+}
+
+// take is reserve's work on the pace.
+func (a *adaptive) take(now time.Time) (float64, time.Duration) {
+	if !a.enabled {
+		return 0, 0
+	}
+	a.begin(now)
+	a.refill(now)
+	a.issued++
+	return a.issued, a.until(a.issued)
+}
+
+// due returns how long the send holding token k must still wait at now.
+func (a *adaptive) due(k *token, now time.Time) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if k.gen != a.gen {
+		k.n, k.gen = k.n+a.shift, a.gen
+	}
+	if !a.sharing() {
+		return a.wait(k.n, now)
+	}
+	return a.waitShared(k.n, now)
+}
+
+// waitShared is wait on the gate's pace, read, and written only when the
+// wait starts an episode (begin), which the episode's answers are
+// counted against.
+func (a *adaptive) waitShared(k float64, now time.Time) (wait time.Duration) {
+	starts := false
+	a.through(func() {
+		starts = a.enabled && a.rel.begins(now)
+		wait = a.wait(k, now)
+	}, func() bool { return starts })
+	return wait
+}
+
+// wait is due's work on the pace.
+func (a *adaptive) wait(k float64, now time.Time) time.Duration {
+	if !a.enabled {
+		return 0
+	}
+	a.begin(now)
+	a.refill(now)
+	return a.until(k)
+}
+
+// until is the wait for token k at the current rate.
+func (a *adaptive) until(k float64) time.Duration {
+	if a.granted >= k {
+		return 0
+	}
+	// At most a day: a wait that long defers whatever the caller's time.
+	return time.Duration(math.Min(math.Ceil((k-a.granted)/a.fillRate*float64(time.Second)), float64(24*time.Hour)))
+}
+
+// cancel gives back a token whose send does not go: the next one comes a
+// token sooner.
+func (a *adaptive) cancel() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.sharing() {
+		a.giveBack()
+		return
+	}
+	a.through(a.giveBack, nil)
+}
+
+// giveBack is cancel's work on the pace.
+func (a *adaptive) giveBack() {
+	if a.enabled {
+		a.granted = math.Min(a.granted+1, a.issued+a.capacity)
+	}
+}
+
+// paceRecheck is the longest a paced send sleeps before it asks again
+// whether its token has come.
+const paceRecheck = 50 * time.Millisecond
