@@ -34,8 +34,9 @@ const (
 	// in a time.Duration.
 	maxWholeSeconds = math.MaxInt64 / int64(time.Second)
 	maxWholeMillis  = math.MaxInt64 / int64(time.Millisecond)
-	// unixResetAbove: a *-Reset value above it is a Unix time in seconds.
-	unixResetAbove = 1_000_000_000
+	// unixResetFloor is the least value a *-Reset may be read as a Unix
+	// time from, whatever the clock says (see unixReset).
+	unixResetFloor = 100_000_000
 )
 
 // ParseRetryAfter returns the wait a Retry-After value asks for, measured
@@ -66,9 +67,9 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // retry-after-ms or x-ms-retry-after-ms (on a tie, the first); else the
 // IETF RateLimit field's largest t with r=0; else RateLimit-Reset
 // (RateLimit-Remaining 0 or absent) or X-RateLimit-Reset
-// (X-RateLimit-Remaining 0), a Unix time above 1e9, else seconds. An
-// invalid, negative, overlong (128 bytes) or conflicting header gives no
-// hint. Hint does not allocate.
+// (X-RateLimit-Remaining 0), a Unix time when above half of now's Unix
+// time, else seconds. An invalid, negative, overlong (128 bytes) or
+// conflicting header gives no hint. Hint does not allocate.
 func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string, ok bool) {
 	if resp == nil {
 		return 0, "", false
@@ -173,14 +174,14 @@ func parseMillis(s string) (time.Duration, bool) {
 	return time.Duration(n) * time.Millisecond, true
 }
 
-// parseReset parses a *-Reset value: seconds (decimals rounded up), or, above
-// 1e9, a Unix time in seconds.
+// parseReset parses a *-Reset value: seconds (decimals rounded up), or a
+// Unix time in seconds when unixReset says so.
 func parseReset(s string, now time.Time) (time.Duration, bool) {
 	n, ok := parseDecimalCeil(s)
 	if !ok {
 		return 0, false
 	}
-	if n <= unixResetAbove {
+	if !unixReset(n, now) {
 		return time.Duration(n) * time.Second, true
 	}
 	// Reject, before building a time.Time, a Unix time so far ahead that
@@ -190,6 +191,15 @@ func parseReset(s string, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return until(time.Unix(n, 0), now)
+}
+
+// unixReset reports whether a *-Reset value n is a Unix time rather than a
+// count of seconds, judged against now: it is when it exceeds half of now's
+// Unix time (a delay of decades is no delay a server means), and at least
+// unixResetFloor, for a clock near the epoch. So a reset 40 s ahead reads
+// as 40 s whether the clock says 2026 or, under testing/synctest, 2000.
+func unixReset(n int64, now time.Time) bool {
+	return n > max(now.Unix()/2, unixResetFloor)
 }
 
 // until returns how long from now until t: 0 when t is not after now, and

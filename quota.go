@@ -39,8 +39,8 @@ func publishesQuota(h http.Header) bool {
 //     (OpenAI), a Go duration such as "6m0s", "1s" or "20ms", or plain
 //     seconds, rounded up.
 //
-// For both *-Reset headers a value above 1e9 is a Unix time in seconds, a
-// past one a reset of 0; else it is seconds, decimals rounded up. ok is true
+// For both *-Reset headers a value above half of now's Unix time is a Unix
+// time in seconds, a past one a reset of 0; else it is seconds, decimals rounded up. ok is true
 // only when both remaining and reset are valid: a source that is malformed,
 // longer than 128 bytes, overflowing, or repeated with differing values is
 // skipped. remaining and reset are never negative.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,11 +24,13 @@ import (
 
 // The socket check: real loopback servers of each shape of limit, each
 // recording when every request's first byte reached its socket, and when
-// each refusal was written and what time it gave. A request whose first
-// byte arrived after a refusal was written (and a grace for the client to
-// read it) and before the time that refusal gave went early. Every send
-// dials its own connection, so that many are dialing when a hold is
-// learned, which the wire check (wire.go) must then wait out.
+// each refusal was written and what time it gave. Below heed, the client
+// records when it received each refusal and when it wrote each request. A
+// request went early when its first byte reached the socket before the
+// time a refusal gave, though the client wrote it after it had received
+// that refusal (and a grace for heed to act on it). Every send dials its
+// own connection, so that many are dialing when a hold is learned, which
+// the wire check (wire.go) must then wait out.
 
 // firstByte is a connection that records when its first byte was read.
 type firstByte struct {
@@ -66,18 +69,70 @@ type socketServer struct {
 	latency time.Duration
 
 	mu       sync.Mutex
-	arrivals []time.Time
-	refusals []refusal // written (with the grace), and the earliest time it gave
+	arrivals []arrival
+	refusals []socketRefusal
 	served   int
+
+	// What the client saw, below heed (the Transport wired returns).
+	sends    atomic.Int64
+	seenMu   sync.Mutex
+	wrote    map[int64]time.Time // when the client wrote each send
+	received map[int64]time.Time // when the client received each refusal
 }
 
-// socketGrace is how long after a refusal is written the client may still
-// be reading it: a request that arrives within it was sent before. The
-// race detector slows the client's reading several times over.
-var socketGrace = map[bool]time.Duration{false: 10 * time.Millisecond, true: 50 * time.Millisecond}[raceEnabled]
+// arrival is a request's first byte at the socket, and the client's
+// number for its send.
+type arrival struct {
+	at   time.Time
+	send int64
+}
+
+// socketRefusal is a refusal as the server wrote it: when, and the earliest
+// time it gave.
+type socketRefusal struct {
+	written, until time.Time
+}
+
+// socketGrace is how long after the client received a refusal heed may
+// take to act on it: a send the client wrote within it may have passed
+// heed's checks before heed knew. The race detector slows heed several
+// times over.
+var socketGrace = map[bool]time.Duration{false: 5 * time.Millisecond, true: 25 * time.Millisecond}[raceEnabled]
+
+// Headers by which the client and the server name sends and refusals.
+const (
+	hdrSocketSend    = "X-Socket-Send"
+	hdrSocketRefusal = "X-Socket-Refusal"
+)
+
+// wired returns inner with the client's side of the check: every request
+// is numbered and its write timed, and every refusal's receipt timed.
+func (s *socketServer) wired(inner http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		n := s.sends.Add(1)
+		trace := &httptrace.ClientTrace{WroteHeaders: func() {
+			now := time.Now()
+			s.seenMu.Lock()
+			s.wrote[n] = now
+			s.seenMu.Unlock()
+		}}
+		out := req.Clone(httptrace.WithClientTrace(req.Context(), trace))
+		out.Header.Set(hdrSocketSend, strconv.FormatInt(n, 10))
+		resp, err := inner.RoundTrip(out)
+		if err == nil {
+			if id, perr := strconv.ParseInt(resp.Header.Get(hdrSocketRefusal), 10, 64); perr == nil {
+				now := time.Now()
+				s.seenMu.Lock()
+				s.received[id] = now
+				s.seenMu.Unlock()
+			}
+		}
+		return resp, err
+	})
+}
 
 func newSocketServer(t *testing.T, lim limiter, hint func(time.Duration) http.Header, latency time.Duration) *socketServer {
-	s := &socketServer{lim: lim, hint: hint, latency: latency}
+	s := &socketServer{lim: lim, hint: hint, latency: latency, wrote: map[int64]time.Time{}, received: map[int64]time.Time{}}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.Listener = firstByteListener{s.Listener}
 	s.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
@@ -90,8 +145,9 @@ func newSocketServer(t *testing.T, lim limiter, hint func(time.Duration) http.He
 
 func (s *socketServer) serve(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Unix(0, r.Context().Value(connKey{}).(*firstByte).at.Load())
+	send, _ := strconv.ParseInt(r.Header.Get(hdrSocketSend), 10, 64)
 	s.mu.Lock()
-	s.arrivals = append(s.arrivals, arrived)
+	s.arrivals = append(s.arrivals, arrival{arrived, send})
 	ok, wait := s.lim.admit(arrived)
 	if ok {
 		s.served++
@@ -106,28 +162,34 @@ func (s *socketServer) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	start := time.Now()
-	w.WriteHeader(http.StatusTooManyRequests)
-	w.(http.Flusher).Flush()
-	written := time.Now()
 	hint, _, _ := heed.Hint(&http.Response{StatusCode: http.StatusTooManyRequests, Header: w.Header()}, start)
 	s.mu.Lock()
-	s.refusals = append(s.refusals, refusal{delivered: written.Add(socketGrace), until: start.Add(hint)})
+	id := len(s.refusals)
+	s.refusals = append(s.refusals, socketRefusal{written: start, until: start.Add(hint)})
 	s.mu.Unlock()
+	w.Header().Set(hdrSocketRefusal, strconv.Itoa(id))
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.(http.Flusher).Flush()
 }
 
 // early counts the requests that arrived inside a refusal's time.
 func (s *socketServer) early() (n int, first string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
 	for _, a := range s.arrivals {
-		for _, f := range s.refusals {
-			if a.After(f.delivered) && a.Before(f.until) {
-				if n == 0 {
-					first = fmt.Sprintf("arrived %v after a refusal was written, %v before the time it gave", a.Sub(f.delivered.Add(-socketGrace)), f.until.Sub(a))
-				}
-				n++
-				break
+		wrote, ok := s.wrote[a.send]
+		for id, f := range s.refusals {
+			received, known := s.received[int64(id)]
+			if !ok || !known || !a.at.After(f.written) || !a.at.Before(f.until) || !wrote.After(received.Add(socketGrace)) {
+				continue
 			}
+			if n == 0 {
+				first = fmt.Sprintf("written %v after the client received a refusal, at the socket %v before the time it gave", wrote.Sub(received), f.until.Sub(a.at))
+			}
+			n++
+			break
 		}
 	}
 	return n, first
@@ -207,8 +269,9 @@ func TestNoSendEarlyAtTheSocket(t *testing.T) {
 // Transports (sharing one gate when more than one), and checks that none
 // reached its socket early, and that none failed.
 func checkSocket(t *testing.T, srv *socketServer, total, procs int) {
-	inner := &http.Transport{DisableKeepAlives: true}
-	defer inner.CloseIdleConnections()
+	transport := &http.Transport{DisableKeepAlives: true}
+	defer transport.CloseIdleConnections()
+	inner := srv.wired(transport)
 	gate := heed.NewGate()
 	var clients []*http.Client
 	for range procs {
@@ -271,8 +334,9 @@ func checkSocket(t *testing.T, srv *socketServer, total, procs int) {
 // inside the time the server gave.
 func TestSocketCheckCatchesAnEarlySend(t *testing.T) {
 	srv := newSocketServer(t, &leakyBucket{rate: 30, burst: 5}, oneSecond, 0)
-	inner := &http.Transport{DisableKeepAlives: true}
-	defer inner.CloseIdleConnections()
+	transport := &http.Transport{DisableKeepAlives: true}
+	defer transport.CloseIdleConnections()
+	inner := srv.wired(transport)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
