@@ -63,7 +63,8 @@ type Event struct {
 	Reason string
 	// Wait is the wait decided on, or for EventDeferred the one that did
 	// not fit; Source says where it came from: a header such as
-	// "Retry-After", "backoff" or "gate".
+	// "Retry-After", "backoff", or before a send "gate", "pacing", "limit",
+	// "concurrency" or "wire".
 	Wait    time.Duration
 	Source  string
 	RetryAt time.Time     // when the next attempt may go; for a deferral, the time to persist
