@@ -1,3 +1,6 @@
+// Command-line flags: parsing a subcommand's arguments, and the repeated
+// -H header flag.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// The CLI's log: one line per decision on stderr, with a live countdown
+// on a terminal.
+
 package main
 
 import (

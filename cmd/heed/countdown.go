@@ -1,3 +1,6 @@
+// The countdown: the time left before heed's next attempt or jobpoll's
+// next check, drawn on one line of a terminal.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// Escaping: what a server sent, shown on a terminal without the control
+// characters that could rewrite it.
+
 package main
 
 import (

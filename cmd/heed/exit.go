@@ -1,3 +1,5 @@
+// Exit codes: how "heed get" and "heed poll" tell a script what happened.
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// The fake vendor: the in-process API the demo plays against, one path
+// per behaviour.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// "heed get": one request through heed, as curl would send it.
+
 package main
 
 import (

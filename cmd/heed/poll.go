@@ -1,3 +1,6 @@
+// "heed poll": following a job's status URL with jobpoll until a terminal
+// state.
+
 package main
 
 import (
