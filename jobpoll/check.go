@@ -1,3 +1,6 @@
+// Checks: what one status check of a job learns, and the Checker that
+// makes it.
+
 package jobpoll
 
 import (

@@ -1,3 +1,5 @@
+// Errors: why a poll ended without a terminal state.
+
 package jobpoll
 
 import (

@@ -1,3 +1,5 @@
+// The HTTP checker: a status check as a GET through a heed Transport.
+
 package jobpoll
 
 import (

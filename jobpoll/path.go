@@ -1,3 +1,5 @@
+// Paths: where a job's state sits in a JSON status document.
+
 package jobpoll
 
 import (

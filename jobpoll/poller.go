@@ -1,3 +1,5 @@
+// The poller: checking a job until a terminal state, within a deadline.
+
 package jobpoll
 
 import (

@@ -1,3 +1,5 @@
+// Calls: one bounded Redis call, and what the gate does when Redis fails.
+
 package redisgate
 
 import (

@@ -1,3 +1,5 @@
+// The gate: holds and published quotas kept in Redis for a fleet.
+
 package redisgate
 
 import (

@@ -1,3 +1,5 @@
+// The local gate: what this process knows of its scopes beside Redis.
+
 package redisgate
 
 import (

@@ -1,3 +1,5 @@
+// Options: how a gate made by New is configured.
+
 package redisgate
 
 import (

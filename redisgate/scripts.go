@@ -1,3 +1,5 @@
+// The scripts: the Lua that reads and writes a scope's hash atomically.
+
 package redisgate
 
 import "github.com/redis/go-redis/v9"

@@ -1,3 +1,6 @@
+// Takes: the sends this process's gate admitted and has not heard
+// answered.
+
 package redisgate
 
 import (

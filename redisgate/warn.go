@@ -1,3 +1,5 @@
+// Warnings: the gate's log lines, at most one a second.
+
 package redisgate
 
 import (

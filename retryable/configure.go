@@ -1,3 +1,5 @@
+// Configuring: installing heed's decisions on a retryablehttp.Client.
+
 package retryable
 
 import (

@@ -1,3 +1,5 @@
+// Deciding: heed's verdict on one attempt, as retryablehttp's CheckRetry.
+
 package retryable
 
 import (

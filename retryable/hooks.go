@@ -1,3 +1,5 @@
+// Hooks: retryablehttp's Backoff and ErrorHandler, fed by the decision.
+
 package retryable
 
 import (

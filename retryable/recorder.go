@@ -1,3 +1,5 @@
+// The recorder: what the inner transport saw of each attempt.
+
 package retryable
 
 import (

@@ -1,3 +1,5 @@
+// Call state: what one Client.Do call's hooks know across its attempts.
+
 package retryable
 
 import (

@@ -1,3 +1,6 @@
+// The deadline decision: how long one call may spend, and whether a wait
+// fits it.
+
 package rules
 
 import (

@@ -1,3 +1,5 @@
+// The gate's numbers: what heed and its gates must agree on.
+
 package rules
 
 import "time"

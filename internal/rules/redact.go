@@ -1,3 +1,5 @@
+// Redaction: URLs and error texts without their secrets.
+
 package rules
 
 import (

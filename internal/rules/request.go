@@ -1,3 +1,5 @@
+// Replay safety: whether a request may be sent again.
+
 package rules
 
 import (

@@ -1,3 +1,5 @@
+// Waiting: a timer against a context, and random spreads.
+
 package rules
 
 import (
