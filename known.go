@@ -23,10 +23,6 @@ type Limit struct {
 	InFlight int     // sends unanswered at once, until the body is closed; 0: no cap
 }
 
-// DefaultMaxWaiting is the most RoundTrips of a scope that wait to send at
-// once when Policy.MaxWaiting is 0.
-const DefaultMaxWaiting = 1000
-
 // known keeps a Limit for the sends of one policy in one scope.
 type known struct {
 	mu sync.Mutex

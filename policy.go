@@ -13,12 +13,15 @@ import (
 	"github.com/heed-go/heed/internal/rules"
 )
 
-// Package defaults for the zero fields of a Policy.
+// Package defaults, for the zero fields of a Policy and the options not
+// given.
 const (
-	DefaultMaxAttempts = 5                // attempts, the first included
-	DefaultMaxWait     = 60 * time.Second // the longest wait in process; a longer one defers
-	DefaultMinWait     = time.Second      // the least wait after a server hint
-	DefaultBodyBuffer  = 1 << 20          // bytes of a body buffered to replay it (WithBodyBuffer)
+	DefaultMaxAttempts = 5                // Policy.MaxAttempts: attempts, the first included
+	DefaultMaxWait     = 60 * time.Second // Policy.MaxWait: the longest wait in process
+	DefaultMinWait     = time.Second      // Policy.MinWait: the least wait after a server hint
+	DefaultMaxWaiting  = 1000             // Policy.MaxWaiting: RoundTrips of a scope waiting at once
+	DefaultBodyBuffer  = 1 << 20          // WithBodyBuffer: bytes of a body buffered to replay it
+	DefaultMaxHold     = 24 * time.Hour   // WithMaxHold: how far ahead a response may hold its scope
 )
 
 // Policy says how the requests of one route are retried. A zero field means
@@ -147,10 +150,6 @@ func WithLogger(l *zap.Logger) Option {
 		t.log = l
 	})
 }
-
-// DefaultMaxHold bounds a hold or quota reset shared with the gate, when
-// WithMaxHold is not given.
-const DefaultMaxHold = 24 * time.Hour
 
 // WithMaxHold bounds how far ahead one response can hold its scope for the
 // other requests, by a hint or a quota's reset; the request that got the
