@@ -20,7 +20,7 @@ import (
 // returns the time it let the attempt through; now is the time it was
 // called, if the caller has it.
 func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
-	p := c.p
+	p := c.policy
 	paced := false // holds a pacing token
 	for {
 		if now.IsZero() {
@@ -38,7 +38,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		var nb time.Time
 		var err error
-		nb, now, c.episode, err = c.t.admit.take(c.ctx, c.scope, now)
+		nb, now, c.episode, err = c.transport.admit.take(c.ctx, c.scope, now)
 		if err != nil {
 			c.taken = false
 			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, err: err})
@@ -62,7 +62,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			// back. One whose time can asks again at each recheck, logged
 			// at debug level. The cost is a NotBefore call per short
 			// refusal; a failing gate answers no reset.
-			if reset := c.t.admit.reset(c.ctx, c.scope); reset.Sub(now) > base {
+			if reset := c.transport.admit.reset(c.ctx, c.scope); reset.Sub(now) > base {
 				full := reset.Sub(now)
 				if c.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, c.took)) {
 					level = zapcore.DebugLevel
@@ -99,7 +99,7 @@ func (c *call) pace(attempt int, now time.Time) (bool, error) {
 	if wait == 0 {
 		return false, nil
 	}
-	p := c.p
+	p := c.policy
 	d := c.waitDecision(attempt, now, wait, reasonPacing, "pacing")
 	if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
 		l.cancel()
@@ -129,7 +129,7 @@ func (c *call) pace(attempt int, now time.Time) (bool, error) {
 // logged at level, or returns a *DeferredError, with nothing more sent, when
 // that wait does not fit; or the context's error if it ends first.
 func (c *call) waitToSend(attempt int, now time.Time, base, wait time.Duration, reason, source string, level zapcore.Level) error {
-	p := c.p
+	p := c.policy
 	d := c.waitDecision(attempt, now, wait, reason, source)
 	if !c.deadline.Fits(now, base, wait, p.maxWait, max(p.reserve, c.took)) {
 		return c.deferred(&d, attempt-1)
@@ -146,7 +146,7 @@ func (c *call) waitToSend(attempt int, now time.Time, base, wait time.Duration, 
 // is full: the scope's waiting line is bounded by Policy.MaxWaiting. The
 // caller leaves the line (waiting.Add(-1)) when its wait ends.
 func (c *call) joinLine(d *decision, attempt int, level zapcore.Level) error {
-	if n := c.local.waiting.Add(1); n > int64(c.p.maxWaiting) {
+	if n := c.local.waiting.Add(1); n > int64(c.policy.maxWaiting) {
 		c.local.waiting.Add(-1)
 		d.verdict.Reason = reasonQueueFull
 		return c.deferred(d, attempt-1)
@@ -160,7 +160,7 @@ func (c *call) joinLine(d *decision, attempt int, level zapcore.Level) error {
 // now.
 func (c *call) waitDecision(attempt int, now time.Time, wait time.Duration, reason, source string) decision {
 	return decision{
-		route: c.p.name, method: c.req.Method, url: c.req.URL, attempt: attempt,
+		route: c.policy.name, method: c.req.Method, url: c.req.URL, attempt: attempt,
 		status: c.status, verdict: Verdict{Throttled, reason},
 		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: c.deadline.Left(now),
 	}
@@ -186,14 +186,14 @@ func (c *call) done(resp *http.Response, now time.Time, served bool) {
 	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
 		now = time.Now()
 		if r, reset, _, ok := quota(resp.Header, now); ok {
-			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.t.maxHold))}
+			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
 			if !c.local.published.Load() {
 				c.local.published.Store(true)
 			}
 		}
 	}
-	if err := c.t.admit.done(c.ctx, c.scope, q, served, c.episode, now); err != nil {
-		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.p.name, method: c.req.Method, url: c.req.URL, err: err})
+	if err := c.transport.admit.done(c.ctx, c.scope, q, served, c.episode, now); err != nil {
+		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 	}
 }
 
@@ -225,15 +225,15 @@ func (c *call) heldElsewhere(now, nb time.Time) {
 // hold extends the scope's gate to hint after now, at most the Transport's
 // MaxHold; a gate error is logged and ignored.
 func (c *call) hold(now time.Time, hint time.Duration) {
-	until := now.Add(min(hint, c.t.maxHold))
+	until := now.Add(min(hint, c.transport.maxHold))
 	for held := c.local.heldUntil.Load(); until.UnixNano() > held; held = c.local.heldUntil.Load() {
 		if c.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
 			break
 		}
 	}
 	c.local.throttledAt.Store(now.UnixNano())
-	if err := c.t.gate.Hold(c.ctx, c.scope, until); err != nil {
-		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.p.name, method: c.req.Method, url: c.req.URL, err: err})
+	if err := c.transport.gate.Hold(c.ctx, c.scope, until); err != nil {
+		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 	}
 }
 
@@ -253,7 +253,7 @@ type slots interface {
 // the expected wait (heed's estimate) does not fit, or no slot came in time.
 // source names the cap in the logs.
 func (c *call) waitForSlot(attempt int, now time.Time, line slots, source string) (time.Time, error) {
-	p := c.p
+	p := c.policy
 	reserve := max(p.reserve, c.took)
 	if exp := line.expected(); exp > 0 {
 		d := c.waitDecision(attempt, now, exp, reasonConcurrency, source)

@@ -294,7 +294,7 @@ func (c *call) passCeiling(attempt int, now time.Time) (time.Time, error) {
 	c.ceilingHeld = true
 	// The spacing is heed's, not the server's: a send whose time cannot
 	// cover it goes without it.
-	if w := ceil.spacing(now); w > 0 && c.deadline.Fits(now, w, w, c.p.maxWait, max(c.p.reserve, c.took)) {
+	if w := ceil.spacing(now); w > 0 && c.deadline.Fits(now, w, w, c.policy.maxWait, max(c.policy.reserve, c.took)) {
 		if err := rules.Sleep(c.ctx, w); err != nil {
 			return now, err
 		}

@@ -87,7 +87,7 @@ func (c *call) deferred(d *decision, attempts int) *DeferredError {
 	return &DeferredError{
 		Method:   c.req.Method,
 		URL:      c.redactedURL(),
-		Route:    c.p.name,
+		Route:    c.policy.name,
 		Key:      c.key(),
 		Attempts: attempts,
 		Status:   c.status,

@@ -80,7 +80,7 @@ type scopeState struct {
 	until            time.Time // hold: nothing is sent before it
 	inflight         int64     // sends admitted and not yet answered
 	known            bool      // a quota is known until reset
-	avail            int64     // sends that may still be admitted before reset
+	available            int64     // sends that may still be admitted before reset
 	reset            time.Time
 	lowestRemaining  int64 // the lowest remaining published in this window
 	inflightAtLowest int64 // sends in flight when lowestRemaining was published, not yet answered
@@ -117,7 +117,7 @@ func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) 
 		return time.Time{}, nil
 	}
 	nb := s.until
-	if s.known && s.avail <= 0 && s.reset.After(nb) {
+	if s.known && s.available <= 0 && s.reset.After(nb) {
 		nb = s.reset
 	}
 	return nb, nil
@@ -161,13 +161,13 @@ func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
 		s.known = false // the quota's window is over
 	}
 	if s.known {
-		if s.avail <= 0 {
+		if s.available <= 0 {
 			if s.inflightAtLowest > 0 && now.Add(rules.QuotaRecheck).Before(s.reset) {
 				return now.Add(rules.QuotaRecheck), 0 // an answer may give a send back
 			}
 			return s.reset, 0
 		}
-		s.avail--
+		s.available--
 	} else if g.infer && s.capacity > 0 {
 		limit := s.capacity
 		if s.probing() {
@@ -223,12 +223,12 @@ func (g *memGate) done(scope string, q *Quota, served bool, episode int64, now t
 			s.reset = q.Reset
 		}
 		s.known, s.lowestRemaining, s.inflightAtLowest = true, q.Remaining, s.inflight
-		s.avail = q.Remaining - s.inflight
+		s.available = q.Remaining - s.inflight
 		return
 	}
 	if s.inflightAtLowest > 0 {
 		s.inflightAtLowest--
-		s.avail++
+		s.available++
 	}
 	// Resets given in whole seconds round up, so the earliest is the
 	// closest.

@@ -38,13 +38,13 @@ func TestMemGateQuotaCountsSendsInFlight(t *testing.T) {
 		// The server served them in order, leaving 9, 8, 7, 6 of 10; the
 		// answers arrive out of order.
 		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 7, Reset: reset}, true))
-		assert.Equal(t, int64(7-3), g.scopes["s"].avail, "the three in flight may come after")
+		assert.Equal(t, int64(7-3), g.scopes["s"].available, "the three in flight may come after")
 		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 6, Reset: reset}, true))
-		assert.Equal(t, int64(6-2), g.scopes["s"].avail)
+		assert.Equal(t, int64(6-2), g.scopes["s"].available)
 		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 9, Reset: reset}, true))
-		assert.Equal(t, int64(5), g.scopes["s"].avail, "an older answer was counted already: its send comes back")
+		assert.Equal(t, int64(5), g.scopes["s"].available, "an older answer was counted already: its send comes back")
 		require.NoError(t, g.Done(ctx, "s", &Quota{Remaining: 8, Reset: reset}, true))
-		assert.Equal(t, int64(6), g.scopes["s"].avail, "exactly what the server has left")
+		assert.Equal(t, int64(6), g.scopes["s"].available, "exactly what the server has left")
 		for range 6 {
 			nb, _ := g.Take(ctx, "s")
 			require.True(t, nb.IsZero())

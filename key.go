@@ -15,14 +15,14 @@ func (c *call) key() string {
 	if c.newKey != "" {
 		return c.newKey
 	}
-	return rules.RequestKey(c.req.Header, c.p.keyHeader)
+	return rules.RequestKey(c.req.Header, c.policy.keyHeader)
 }
 
 // replaySafe reports whether an Ambiguous failure may be resent: the method
 // is idempotent, the request carries an idempotency key, or the policy says
 // so.
 func (c *call) replaySafe() bool {
-	return c.p.retryUnsafe || rules.Idempotent(c.req.Method) || c.key() != ""
+	return c.policy.retryUnsafe || rules.Idempotent(c.req.Method) || c.key() != ""
 }
 
 // newIdempotencyKey returns a random UUID (version 4).

@@ -143,7 +143,7 @@ func (k *known) holdSlot(resp *http.Response, since time.Time) {
 // returns a *DeferredError, with nothing sent, when that wait does not fit
 // (a wait for a slot is heed's estimate). It returns when the send may go.
 func (c *call) passLimit(attempt int, now time.Time) (time.Time, error) {
-	k, p := c.known, c.p
+	k, p := c.known, c.policy
 	reserve := max(p.reserve, c.took)
 	fits := func(w time.Duration) bool { return c.deadline.Fits(now, w, w, p.maxWait, reserve) }
 	wait, ok := k.reserve(now, fits)

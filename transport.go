@@ -99,7 +99,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.policyFor(req)
 	ctx := req.Context()
 	start := time.Now()
-	c := call{t: t, p: p, req: req, ctx: ctx, deadline: rules.NewDeadline(ctx, start, p.maxElapsed)}
+	c := call{transport: t, policy: p, req: req, ctx: ctx, deadline: rules.NewDeadline(ctx, start, p.maxElapsed)}
 	if p.maxAttempts > 1 {
 		body, err := prepareBody(req, t.bodyBound)
 		if err != nil {
@@ -153,15 +153,15 @@ func (c *call) end() {
 // call is the state of one RoundTrip: its attempts, waits and what they
 // hold.
 type call struct {
-	t        *Transport
-	p        *policy
-	req      *http.Request
-	ctx      context.Context
-	deadline rules.Deadline // the time this RoundTrip may spend
-	retries  *retryBudget   // the scope's retry budget; nil: none
-	local    *scopeLocal    // what this Transport keeps of the scope
-	known    *known         // the policy's Limit in the scope; nil: none
-	slotAt   time.Time      // when the current send took a Limit slot; zero: none
+	transport *Transport
+	policy    *policy
+	req       *http.Request
+	ctx       context.Context
+	deadline  rules.Deadline // the time this RoundTrip may spend
+	retries   *retryBudget   // the scope's retry budget; nil: none
+	local     *scopeLocal    // what this Transport keeps of the scope
+	known     *known         // the policy's Limit in the scope; nil: none
+	slotAt    time.Time      // when the current send took a Limit slot; zero: none
 	// ceilingHeld: the current send holds a slot under the learned cap
 	ceilingHeld bool
 	spared      int // refusals for the sends in flight, not counted as attempts
@@ -184,7 +184,7 @@ type call struct {
 }
 
 func (c *call) run(now time.Time) (*http.Response, error) {
-	p := c.p
+	p := c.policy
 	for attempt := 1; ; attempt++ {
 		sent, err := c.passGate(attempt, now)
 		if err != nil {
@@ -215,7 +215,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		c.outAt, c.outLevel = sent, level
 		c.wentCeiling(true)
 		send, check := c.wired(out, attempt, sent)
-		resp, err := c.t.next.RoundTrip(send)
+		resp, err := c.transport.next.RoundTrip(send)
 		if check != nil {
 			var de *DeferredError
 			if resp, de = check.finish(resp, err); de != nil {
@@ -240,10 +240,10 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		c.done(resp, sent, resp != nil && v.Class != Throttled)
 
 		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
-		if c.t.observe != nil {
+		if c.transport.observe != nil {
 			d.kind = EventAttempt
 			d.urlText = c.redactedURL()
-			c.t.notify(c.ctx, &d)
+			c.transport.notify(c.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
 			c.outAt = time.Time{}
@@ -357,11 +357,11 @@ func (c *call) redactedURL() string {
 
 // decide logs d at level and tells the observer.
 func (c *call) decide(level zapcore.Level, d *decision) {
-	if c.t.observe != nil {
+	if c.transport.observe != nil {
 		d.urlText = c.redactedURL()
 	}
-	c.t.logDecision(level, d)
-	c.t.notify(c.ctx, d)
+	c.transport.logDecision(level, d)
+	c.transport.notify(c.ctx, d)
 }
 
 func (c *call) giveUp(d *decision, why string, resp *http.Response, err error) (*http.Response, error) {

@@ -68,7 +68,7 @@ func (check *wireCheck) gotConn(httptrace.GotConnInfo) {
 		return
 	}
 	wait := time.Duration(until - now.UnixNano())
-	p := c.p
+	p := c.policy
 	d := c.waitDecision(check.attempt, now, wait, reasonCoolingDown, "wire")
 	if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
 		de := c.deferred(&d, check.attempt-1)
