@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -419,5 +420,46 @@ func TestHintDoesNotAllocate(t *testing.T) {
 			}
 		})
 		assert.Zero(t, allocs, "Hint on %v", h)
+	}
+}
+
+// TestHintResetUnixOrSecondsByTheClock: a *-Reset value is a Unix time or
+// a count of seconds by what the clock says, so a reset 40 s ahead reads
+// as 40 s under testing/synctest's clock (2000) as under today's or a later
+// one, and a count of seconds stays one.
+func TestHintResetUnixOrSecondsByTheClock(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		now  func() time.Time
+	}{
+		{"synctest's clock, 2000", time.Now},
+		{"2026", func() time.Time { return raNow }},
+		{"2100", func() time.Time { return time.Date(2100, time.March, 1, 0, 0, 0, 0, time.UTC) }},
+		{"near the epoch", func() time.Time { return time.Unix(3600, 0) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				now := tt.now()
+				unix := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
+				for _, c := range []struct {
+					name   string
+					header http.Header
+					want   time.Duration
+				}{
+					{"GitHub reset 40 s ahead", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", unix(40*time.Second)), 40 * time.Second},
+					{"reset an hour ahead", raHeader("RateLimit-Reset", unix(time.Hour)), time.Hour},
+					{"reset a day past", raHeader("RateLimit-Reset", unix(-24*time.Hour)), 0},
+					{"60 seconds", raHeader("RateLimit-Reset", "60"), time.Minute},
+					{"a day of seconds", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "86400"), 24 * time.Hour},
+				} {
+					if now.Unix() < 1e8 && c.name != "60 seconds" && c.name != "a day of seconds" {
+						continue // near the epoch a Unix time is a count of seconds too
+					}
+					wait, _, ok := Hint(&http.Response{StatusCode: 429, Header: c.header}, now)
+					assert.True(t, ok, c.name)
+					assert.Equal(t, c.want, wait, c.name)
+				}
+			})
+		})
 	}
 }
