@@ -161,7 +161,7 @@ func (c *call) joinLine(d *decision, attempt int, level zapcore.Level) error {
 func (c *call) waitDecision(attempt int, now time.Time, wait time.Duration, reason, source string) decision {
 	return decision{
 		route: c.policy.name, method: c.req.Method, url: c.req.URL, attempt: attempt,
-		status: c.status, verdict: Verdict{Throttled, reason},
+		status: c.status, verdict: Verdict{Class: Throttled, Reason: reason},
 		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: c.deadline.Left(now),
 	}
 }

@@ -110,7 +110,7 @@ func TestDesignPublicAPI(t *testing.T) {
 	})
 
 	t.Run("Verdict", func(t *testing.T) {
-		assert.Equal(t, []designField{{"Class", reflect.TypeFor[heed.Class]()}, {"Reason", str}},
+		assert.Equal(t, []designField{{"Class", reflect.TypeFor[heed.Class]()}, {"Reason", str}, {"Wait", dur}, {"Source", str}},
 			exportedFields(reflect.TypeFor[heed.Verdict]()))
 	})
 

@@ -42,10 +42,24 @@ func (c Class) String() string {
 }
 
 // Verdict is a Classifier's decision: the Class and a short, stable Reason
-// such as "rate limited" or "billing".
+// such as "rate limited" or "billing". A Classifier that finds the server's
+// wait where no header says it (in a body, say) sets Wait and names its
+// Source; heed then treats it as a header hint, by every rule of one: the
+// longest of the two waits wins, raised to MinWait, holding the scope,
+// deferred when it does not fit. It counts only for a class that retries.
 type Verdict struct {
 	Class  Class
 	Reason string
+	Wait   time.Duration // the server's wait, counted from the response
+	Source string        // where Wait came from, such as "RetryInfo"; "": no wait given
+}
+
+// wait returns the wait v gives, if it gives one.
+func (v Verdict) wait() (time.Duration, string, bool) {
+	if v.Source == "" || v.Wait < 0 {
+		return 0, "", false
+	}
+	return v.Wait, v.Source, true
 }
 
 // Classifier decides what a response or transport error means. Exactly one
@@ -66,12 +80,18 @@ const classifyPeekLimit = 4 << 10
 //	429, JSON insufficient_quota in error.code or error.type
 //	     (anywhere, when the JSON is cut short) (OpenAI)      Terminal   "billing"
 //	429, problem+json type ending "quota-exceeded", no Hint   Terminal   "quota"
+//	429, a Google QuotaFailure or ErrorInfo naming a
+//	     ...PerDay... quota (Gemini, Vertex AI)               Terminal   "quota"
+//	429, Google RetryInfo retryDelay or Discord retry_after
+//	     in a JSON body: Wait and Source set                  Throttled  "rate limited"
 //	403 with Retry-After or X-RateLimit-Remaining: 0          Throttled  "rate limited"
 //	403, JSON saying "secondary rate limit" or "abuse
 //	     detection" (GitHub)                                  Throttled  "rate limited"
 //	other 403; 401; 402; 404                                  Terminal   "forbidden"; "unauthorized"; "billing"; "not found"
 //	408; 425                                                  Transient  "request timeout"; "too early"
 //	409, request has Idempotency-Key or X-Idempotency-Key     Transient  "in progress"
+//	400 whose x-amzn-ErrorType, JSON __type or code, or XML
+//	     <Code> is an AWS SDK throttle code (awsthrottle.go)  Throttled  "rate limited"
 //	422; other 4xx                                            Terminal   "unprocessable"; "client error"
 //	501; 505                                                  Terminal   "not implemented"; "version not supported"
 //	503; 503 with XML <Code>SlowDown</Code> (AWS S3)          Throttled  "unavailable"; "slow down"
@@ -82,8 +102,9 @@ const classifyPeekLimit = 4 << 10
 //	     true, on any other status ≥ 400                      Transient  "should retry"
 //
 // A body is peeked (PeekBody, at most 4 KiB, left whole) only for a 429 or
-// 403 that may be JSON and a 503 with an XML Content-Type; never on
-// success, which does not allocate. Transport errors, first match wins:
+// 403 that may be JSON, a 400 with a JSON or XML Content-Type and no
+// x-amzn-ErrorType, and a 503 with an XML one; never on success, which
+// does not allocate. Transport errors, first match wins:
 //
 //	error                                                     class      reason
 //	the request's context done, or context.Canceled           Deliver    "canceled"
@@ -122,17 +143,17 @@ func classify(req *http.Request, resp *http.Response, err error, keyHeader strin
 		return classifyError(req, err)
 	}
 	if resp == nil {
-		return Verdict{Ambiguous, "transport error"}
+		return Verdict{Class: Ambiguous, Reason: "transport error"}
 	}
 	switch shouldRetry(resp.Header) {
 	case shouldRetryNo:
-		return Verdict{Terminal, "should not retry"}
+		return Verdict{Class: Terminal, Reason: "should not retry"}
 	case shouldRetryYes:
 		if resp.StatusCode >= 400 {
 			if v := classifyStatus(req, resp, keyHeader); v.Class == Throttled {
 				return v
 			}
-			return Verdict{Transient, "should retry"}
+			return Verdict{Class: Transient, Reason: "should retry"}
 		}
 	}
 	return classifyStatus(req, resp, keyHeader)
@@ -144,58 +165,68 @@ func classifyStatus(req *http.Request, resp *http.Response, keyHeader string) Ve
 	code := resp.StatusCode
 	switch {
 	case code < 400:
-		return Verdict{Deliver, "ok"}
+		return Verdict{Class: Deliver, Reason: "ok"}
 	case code == http.StatusTooManyRequests:
 		return classify429(resp)
 	case code == http.StatusForbidden:
 		if rateLimited403(resp) {
-			return Verdict{Throttled, "rate limited"}
+			return Verdict{Class: Throttled, Reason: "rate limited"}
 		}
-		return Verdict{Terminal, "forbidden"}
+		return Verdict{Class: Terminal, Reason: "forbidden"}
 	case code == http.StatusUnauthorized:
-		return Verdict{Terminal, "unauthorized"}
+		return Verdict{Class: Terminal, Reason: "unauthorized"}
 	case code == http.StatusPaymentRequired:
-		return Verdict{Terminal, "billing"}
+		return Verdict{Class: Terminal, Reason: "billing"}
 	case code == http.StatusNotFound:
-		return Verdict{Terminal, "not found"}
+		return Verdict{Class: Terminal, Reason: "not found"}
 	case code == http.StatusRequestTimeout:
-		return Verdict{Transient, "request timeout"}
+		return Verdict{Class: Transient, Reason: "request timeout"}
 	case code == http.StatusConflict && hasIdempotencyKey(req, keyHeader):
-		return Verdict{Transient, "in progress"}
+		return Verdict{Class: Transient, Reason: "in progress"}
 	case code == http.StatusUnprocessableEntity:
-		return Verdict{Terminal, "unprocessable"}
+		return Verdict{Class: Terminal, Reason: "unprocessable"}
 	case code == http.StatusTooEarly:
-		return Verdict{Transient, "too early"}
+		return Verdict{Class: Transient, Reason: "too early"}
+	case code == http.StatusBadRequest && awsThrottled(resp):
+		return Verdict{Class: Throttled, Reason: "rate limited"}
 	case code < 500:
-		return Verdict{Terminal, "client error"}
+		return Verdict{Class: Terminal, Reason: "client error"}
 	case code == http.StatusNotImplemented:
-		return Verdict{Terminal, "not implemented"}
+		return Verdict{Class: Terminal, Reason: "not implemented"}
 	case code == http.StatusServiceUnavailable:
 		if s3SlowDown(resp) {
-			return Verdict{Throttled, "slow down"}
+			return Verdict{Class: Throttled, Reason: "slow down"}
 		}
-		return Verdict{Throttled, "unavailable"}
+		return Verdict{Class: Throttled, Reason: "unavailable"}
 	case code == http.StatusHTTPVersionNotSupported:
-		return Verdict{Terminal, "version not supported"}
+		return Verdict{Class: Terminal, Reason: "version not supported"}
 	case code == 529:
-		return Verdict{Throttled, "overloaded"}
+		return Verdict{Class: Throttled, Reason: "overloaded"}
 	}
-	return Verdict{Ambiguous, "server error"}
+	return Verdict{Class: Ambiguous, Reason: "server error"}
 }
 
-// classify429 tells a rate limit from an exhausted quota or balance.
+// classify429 tells a rate limit from an exhausted quota or balance, and
+// reads the wait a JSON body gives (bodyhint.go).
 func classify429(resp *http.Response) Verdict {
 	if b, ok := peekJSONBody(resp); ok {
 		switch bodyQuotaSignal(b) {
 		case bodyQuotaBilling:
-			return Verdict{Terminal, "billing"}
+			return Verdict{Class: Terminal, Reason: "billing"}
 		case bodyQuotaProblem:
 			if _, _, ok := Hint(resp, time.Now()); !ok {
-				return Verdict{Terminal, "quota"}
+				return Verdict{Class: Terminal, Reason: "quota"}
 			}
 		}
+		h := readBodyHint(b)
+		if h.perDay {
+			return Verdict{Class: Terminal, Reason: "quota"}
+		}
+		if h.source != "" {
+			return Verdict{Class: Throttled, Reason: "rate limited", Wait: h.wait, Source: h.source}
+		}
 	}
-	return Verdict{Throttled, "rate limited"}
+	return Verdict{Class: Throttled, Reason: "rate limited"}
 }
 
 // rateLimited403 reports whether a 403 is a rate limit rather than a
@@ -221,7 +252,7 @@ func s3SlowDown(resp *http.Response) bool {
 		return false
 	}
 	b, _ := peekWithin(resp, classifyPeekLimit, classifyPeekTime)
-	return bytes.Contains(b, []byte("<Code>SlowDown</Code>"))
+	return awsXMLCode(b) == "SlowDown"
 }
 
 func respContentType(resp *http.Response) string {
@@ -296,26 +327,10 @@ func bodyQuotaSignal(b []byte) bodyQuota {
 // problemTypeInText returns the string value of the first "type" member in
 // JSON text that may be cut short, or "".
 func problemTypeInText(b []byte) string {
-	for {
-		i := bytes.Index(b, []byte(`"type"`))
-		if i < 0 {
-			return ""
-		}
-		b = b[i+len(`"type"`):]
-		rest := bytes.TrimLeft(b, " \t\r\n")
-		if len(rest) == 0 || rest[0] != ':' {
-			continue
-		}
-		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
-		if len(rest) == 0 || rest[0] != '"' {
-			continue
-		}
-		rest = rest[1:]
-		if j := bytes.IndexByte(rest, '"'); j >= 0 {
-			return string(rest[:j])
-		}
-		return ""
+	if v, ok := memberInText(b, `"type"`); ok && strings.HasPrefix(v, `"`) {
+		return strings.Trim(v, `"`)
 	}
+	return ""
 }
 
 type shouldRetryHeader uint8

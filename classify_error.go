@@ -18,47 +18,47 @@ import (
 // classifyError classifies a transport error; see DefaultClassifier.
 func classifyError(req *http.Request, err error) Verdict {
 	if (req != nil && req.Context().Err() != nil) || errors.Is(err, context.Canceled) {
-		return Verdict{Deliver, "canceled"}
+		return Verdict{Class: Deliver, Reason: "canceled"}
 	}
 	var dnsErr *net.DNSError
 	isDNS := errors.As(err, &dnsErr)
 	if isDNS && dnsErr.IsNotFound {
-		return Verdict{Terminal, "host not found"}
+		return Verdict{Class: Terminal, Reason: "host not found"}
 	}
 	if tlsVerification(err) {
-		return Verdict{Terminal, "tls verification"}
+		return Verdict{Class: Terminal, Reason: "tls verification"}
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "unsupported protocol scheme") {
-		return Verdict{Terminal, "unsupported scheme"}
+		return Verdict{Class: Terminal, Reason: "unsupported scheme"}
 	}
 	if invalidRequest(err) {
-		return Verdict{Terminal, "invalid request"}
+		return Verdict{Class: Terminal, Reason: "invalid request"}
 	}
 	if i := strings.Index(msg, "stopped after "); i >= 0 && strings.Contains(msg[i:], " redirects") {
-		return Verdict{Terminal, "too many redirects"}
+		return Verdict{Class: Terminal, Reason: "too many redirects"}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return Verdict{Transient, "connection refused"}
+		return Verdict{Class: Transient, Reason: "connection refused"}
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect") {
-		return Verdict{Transient, "dial failed"}
+		return Verdict{Class: Transient, Reason: "dial failed"}
 	}
 	if isDNS {
-		return Verdict{Transient, "dns error"}
+		return Verdict{Class: Transient, Reason: "dns error"}
 	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return Verdict{Ambiguous, "timeout"}
+		return Verdict{Class: Ambiguous, Reason: "timeout"}
 	}
 	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) {
-		return Verdict{Ambiguous, "connection reset"}
+		return Verdict{Class: Ambiguous, Reason: "connection reset"}
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return Verdict{Ambiguous, "eof"}
+		return Verdict{Class: Ambiguous, Reason: "eof"}
 	}
-	return Verdict{Ambiguous, "transport error"}
+	return Verdict{Class: Ambiguous, Reason: "transport error"}
 }
 
 // invalidRequestErrors are how the errors net/http returns, untyped, for a

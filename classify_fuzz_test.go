@@ -140,11 +140,11 @@ func FuzzDefaultClassifier(f *testing.F) {
 		// The table.
 		switch {
 		case shouldRetryFalse(h):
-			if v != (Verdict{Terminal, "should not retry"}) {
+			if v != (Verdict{Class: Terminal, Reason: "should not retry"}) {
 				t.Fatalf("status %d with should-retry false: %v", status, v)
 			}
 		case status < 400:
-			if v != (Verdict{Deliver, "ok"}) {
+			if v != (Verdict{Class: Deliver, Reason: "ok"}) {
 				t.Fatalf("status %d: %v", status, v)
 			}
 			if peeked != 0 {
@@ -157,13 +157,13 @@ func FuzzDefaultClassifier(f *testing.F) {
 				t.Fatalf("status %d throttled", status)
 			}
 		case shouldRetryTrue(h):
-			if v != (Verdict{Transient, "should retry"}) {
+			if v != (Verdict{Class: Transient, Reason: "should retry"}) {
 				t.Fatalf("status %d with should-retry true: %v", status, v)
 			}
 		case status == 503 || status == 529:
 			t.Fatalf("status %d: %v", status, v)
 		case status >= 500 && status != 501 && status != 505:
-			if v != (Verdict{Ambiguous, "server error"}) {
+			if v != (Verdict{Class: Ambiguous, Reason: "server error"}) {
 				t.Fatalf("status %d: %v", status, v)
 			}
 		}

@@ -198,6 +198,11 @@ func TestDefaultClassifierPeeksOnlyWhenUseful(t *testing.T) {
 		{"429 no content type", 429, nil, true},
 		{"403 json", 403, hdr("Content-Type", ctJSON), true},
 		{"503 xml", 503, hdr("Content-Type", "application/xml"), true},
+		{"400 json", 400, hdr("Content-Type", ctJSON), true},
+		{"400 xml", 400, hdr("Content-Type", "text/xml"), true},
+		{"400 with x-amzn-ErrorType", 400, hdr("Content-Type", ctJSON, "X-Amzn-ErrorType", "ValidationException"), false},
+		{"400 text", 400, hdr("Content-Type", "text/plain"), false},
+		{"422 json", 422, hdr("Content-Type", ctJSON), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -653,6 +658,24 @@ func TestDesignVendorRulesHaveFixtures(t *testing.T) {
 		}},
 		{"should-retry: true makes a failure Transient", func(f fixture) bool {
 			return (strings.EqualFold(h(f, "Stripe-Should-Retry"), "true") || strings.EqualFold(h(f, "X-Should-Retry"), "true")) && f.v.Class == heed.Transient
+		}},
+		{"Google RetryInfo in the body: Throttled, with its wait", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && strings.Contains(f.body, "google.rpc.RetryInfo") && f.v.Class == heed.Throttled && f.v.Source == "RetryInfo" && f.v.Wait > 0
+		}},
+		{"Google per-day quota: Terminal", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && strings.Contains(f.body, "PerDay") && f.v.Class == heed.Terminal && f.v.Reason == "quota"
+		}},
+		{"Discord retry_after in the body: Throttled, with its wait", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && strings.Contains(f.body, `"retry_after"`) && f.v.Class == heed.Throttled && f.v.Source == "retry_after"
+		}},
+		{"AWS throttle on a 400 (JSON __type): Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 400 && strings.Contains(f.body, `"__type"`) && f.v.Class == heed.Throttled
+		}},
+		{"AWS throttle on a 400 (XML <Code>): Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 400 && strings.Contains(f.body, "<Code>") && f.v.Class == heed.Throttled
+		}},
+		{"any other AWS 400: Terminal", func(f fixture) bool {
+			return f.resp.StatusCode == 400 && strings.Contains(f.body, `"__type"`) && f.v.Class == heed.Terminal
 		}},
 		{"x-should-retry: false: Terminal", func(f fixture) bool {
 			return strings.EqualFold(h(f, "X-Should-Retry"), "false") && f.v.Class == heed.Terminal

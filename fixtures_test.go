@@ -71,12 +71,10 @@ func fixtureBody(t testing.TB, name string) string {
 	return string(b)
 }
 
-// fixtureEpoch is where each fixture bubble moves its fake clock first.
-// synctest starts the clock at 2000-01-01 00:00:00 UTC, which is Unix time
-// 946684800: below 1e9, under which the contract reads an *-Reset value as
-// seconds rather than a Unix time, so a GitHub reset rebased to the
-// bubble's start would change meaning. Waiting on a timer inside a bubble
-// takes no real time.
+// fixtureEpoch is where each fixture bubble moves its fake clock first,
+// from synctest's 2000-01-01, so that the fixtures, recorded from 2016 on,
+// are rebased forward in time as they would be read live. Waiting on a
+// timer inside a bubble takes no real time.
 var fixtureEpoch = time.Date(2024, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // toFixtureEpoch moves a bubble's fake clock to fixtureEpoch. It must be
@@ -108,10 +106,14 @@ func rebaseFixture(t testing.TB, resp *http.Response, now time.Time) {
 				continue
 			}
 			if strings.HasSuffix(k, "-Reset") {
-				if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n > 1e9 {
+				whole, frac, _ := strings.Cut(strings.TrimSpace(v), ".")
+				if n, err := strconv.ParseInt(whole, 10, 64); err == nil && n > 1e9 {
 					n += int64(off / time.Second)
 					require.Greater(t, n, int64(1e9), "%s stays a Unix time", k)
 					vs[i] = strconv.FormatInt(n, 10)
+					if frac != "" { // Discord's: a Unix time with a fraction
+						vs[i] += "." + frac
+					}
 				}
 				continue
 			}
@@ -231,6 +233,35 @@ var fixtureCases = map[string]fixtureCase{
 		"GET", "https://www.example.com/", "",
 		heed.Throttled, "unavailable", thenWait, 30 * time.Second,
 	},
+	"gemini-429-retry-info.http": {
+		// No header hint; the body's RetryInfo says 26s.
+		"POST", "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent", "",
+		heed.Throttled, "rate limited", thenWait, 26 * time.Second,
+	},
+	"gemini-429-per-day-quota.http": {
+		// A per-day quota: its RetryInfo (43s) is no cure.
+		"POST", "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent", "",
+		heed.Terminal, "quota", thenDeliver, 0,
+	},
+	"discord-429-rate-limit.http": {
+		// Retry-After: 65 beside retry_after 64.57: the longer wins, past MaxWait.
+		"POST", "https://discord.com/api/v10/channels/123/messages", "",
+		heed.Throttled, "rate limited", thenDefer, 65 * time.Second,
+	},
+	"aws-dynamodb-400-throttling.http": {
+		// A throttle by its __type, whatever the method; no hint.
+		"POST", "https://dynamodb.us-east-1.amazonaws.com/", "",
+		heed.Throttled, "rate limited", thenWait, fixtureBackoff,
+	},
+	"aws-dynamodb-400-validation.http": {
+		"POST", "https://dynamodb.us-east-1.amazonaws.com/", "",
+		heed.Terminal, "client error", thenDeliver, 0,
+	},
+	"aws-sts-400-throttling.http": {
+		// A throttle by its XML <Code>; no hint.
+		"POST", "https://sts.amazonaws.com/", "",
+		heed.Throttled, "rate limited", thenWait, fixtureBackoff,
+	},
 	"google-429-resource-exhausted.http": {
 		// A per-minute quota: a rate limit, not billing.
 		"POST", "https://translation.googleapis.com/language/translate/v2", "",
@@ -315,7 +346,9 @@ func TestFixtures(t *testing.T) {
 					resp := loadFixture(t, name)
 					rebaseFixture(t, resp, time.Now())
 					v := heed.DefaultClassifier(tc.request(t, t.Context()), resp, nil)
-					assert.Equal(t, heed.Verdict{Class: tc.class, Reason: tc.reason}, v, "got %s %q", v.Class, v.Reason)
+					// A body's wait (Wait, Source) is checked by what the
+					// Transport then does, below.
+					assert.Equal(t, heed.Verdict{Class: tc.class, Reason: tc.reason}, heed.Verdict{Class: v.Class, Reason: v.Reason}, "got %s %q", v.Class, v.Reason)
 					assert.Equal(t, fixtureBody(t, name), readBody(t, resp), "the classifier leaves the body whole")
 				})
 			})

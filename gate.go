@@ -80,7 +80,7 @@ type scopeState struct {
 	until            time.Time // hold: nothing is sent before it
 	inflight         int64     // sends admitted and not yet answered
 	known            bool      // a quota is known until reset
-	available            int64     // sends that may still be admitted before reset
+	available        int64     // sends that may still be admitted before reset
 	reset            time.Time
 	lowestRemaining  int64 // the lowest remaining published in this window
 	inflightAtLowest int64 // sends in flight when lowestRemaining was published, not yet answered

@@ -261,6 +261,9 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if resp != nil {
 			hint, source, hinted = Hint(resp, now)
 		}
+		if w, from, ok := v.wait(); ok && (!hinted || w > hint) {
+			hint, source, hinted = w, from, true
+		}
 		if hinted {
 			hint = max(hint, p.minWait)
 		}

@@ -68,7 +68,7 @@ func (a *adapter) checkRetry(ctx context.Context, resp *http.Response, err error
 		return deliver()
 	}
 
-	base, wait := chooseWait(resp, p, attempt, now)
+	base, wait := chooseWait(resp, v, p, attempt, now)
 
 	b := rules.NewDeadline(ctx, start, p.MaxElapsed)
 	reserve := p.Reserve
@@ -116,14 +116,20 @@ func (a *adapter) checkRetry(ctx context.Context, resp *http.Response, err error
 }
 
 // chooseWait returns the wait before retry (1 for the first retry), before
-// jitter (base) and with it: the server's hint raised to MinWait plus
+// jitter (base) and with it: the server's hint (a header's, or the
+// verdict's Wait, the longer) raised to MinWait plus
 // jitter, or with no valid hint the policy's Backoff.
-func chooseWait(resp *http.Response, p heed.Policy, retry int, now time.Time) (base, wait time.Duration) {
+func chooseWait(resp *http.Response, v heed.Verdict, p heed.Policy, retry int, now time.Time) (base, wait time.Duration) {
+	hint, hinted := time.Duration(0), false
 	if resp != nil {
-		if hint, _, ok := heed.Hint(resp, now); ok {
-			base = max(hint, p.MinWait)
-			return base, base + rules.RandUpTo(p.Jitter)
-		}
+		hint, _, hinted = heed.Hint(resp, now)
+	}
+	if v.Source != "" && v.Wait >= 0 && (!hinted || v.Wait > hint) {
+		hint, hinted = v.Wait, true // the classifier's wait, as heed's Transport reads it
+	}
+	if hinted {
+		base = max(hint, p.MinWait)
+		return base, base + rules.RandUpTo(p.Jitter)
 	}
 	base = p.Backoff(retry)
 	return base, base

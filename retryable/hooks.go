@@ -26,7 +26,8 @@ func (a *adapter) backoff(_, _ time.Duration, attemptNum int, resp *http.Respons
 	if resp.Request == nil {
 		return 0
 	}
-	_, wait := chooseWait(resp, a.policy(firstHop(resp.Request)), attemptNum+1, time.Now())
+	p := a.policy(firstHop(resp.Request))
+	_, wait := chooseWait(resp, p.Classify(resp.Request, resp, nil), p, attemptNum+1, time.Now())
 	return wait
 }
 

@@ -1,0 +1,204 @@
+// Body hints: the waits some APIs put in a 429's JSON body rather than in a
+// header, and the spent daily quotas that no short wait cures.
+
+package heed
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sources of the waits read from a body, as Verdict.Source names them.
+const (
+	sourceRetryInfo  = "RetryInfo"   // Google's google.rpc.RetryInfo retryDelay (Gemini, Vertex AI, Cloud APIs)
+	sourceRetryAfter = "retry_after" // Discord's JSON retry_after, in seconds
+)
+
+// bodyHint is what a 429's JSON body says of when to come back.
+type bodyHint struct {
+	wait   time.Duration
+	source string // "": the body gives no wait
+	perDay bool   // a Google QuotaFailure or ErrorInfo names a per-day quota
+}
+
+// googleDetail is one entry of a Google error's details: RetryInfo,
+// QuotaFailure and ErrorInfo are the ones read.
+type googleDetail struct {
+	Type       string `json:"@type"`
+	RetryDelay string `json:"retryDelay"`
+	Violations []struct {
+		QuotaID string `json:"quotaId"`
+	} `json:"violations"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+// readBodyHint reads the peeked start of a 429's JSON body: Google's
+// {"error": {"details": [...]}} (alone, or as the one element of an array,
+// as Vertex AI sends it) and Discord's {"retry_after": 1.5}. A body cut
+// short is searched as text for the same members.
+func readBodyHint(b []byte) bodyHint {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	if len(t) > 0 && t[0] == '[' {
+		var list []json.RawMessage
+		if err := json.Unmarshal(t, &list); err == nil {
+			if len(list) == 0 {
+				return bodyHint{}
+			}
+			t = list[0]
+		}
+	}
+	var doc struct {
+		Error      json.RawMessage `json:"error"`
+		RetryAfter json.RawMessage `json:"retry_after"`
+	}
+	if err := json.Unmarshal(t, &doc); err != nil {
+		var syn *json.SyntaxError
+		if !errors.As(err, &syn) {
+			return bodyHint{}
+		}
+		return bodyHintInText(b)
+	}
+	var h bodyHint
+	if len(doc.RetryAfter) > 0 {
+		if d, ok := parseFloatSeconds(string(doc.RetryAfter)); ok {
+			h.wait, h.source = d, sourceRetryAfter
+		}
+	}
+	var ge struct {
+		Details []googleDetail `json:"details"`
+	}
+	if len(doc.Error) > 0 && doc.Error[0] == '{' && json.Unmarshal(doc.Error, &ge) == nil {
+		for _, d := range ge.Details {
+			switch {
+			case strings.HasSuffix(d.Type, "google.rpc.RetryInfo"):
+				if w, ok := parseProtoDuration(d.RetryDelay); ok && (h.source == "" || w > h.wait) {
+					h.wait, h.source = w, sourceRetryInfo
+				}
+			case strings.HasSuffix(d.Type, "google.rpc.QuotaFailure"):
+				for _, v := range d.Violations {
+					h.perDay = h.perDay || strings.Contains(v.QuotaID, "PerDay")
+				}
+			case strings.HasSuffix(d.Type, "google.rpc.ErrorInfo"):
+				if l, ok := d.Metadata["quota_limit"].(string); ok {
+					h.perDay = h.perDay || strings.Contains(l, "PerDay")
+				}
+			}
+		}
+	}
+	return h
+}
+
+// bodyHintInText is readBodyHint for a body cut short: the first
+// "retryDelay" and "retry_after" members found as text, and any "PerDay"
+// in a "quotaId" or "quota_limit".
+func bodyHintInText(b []byte) bodyHint {
+	var h bodyHint
+	if s, ok := memberInText(b, `"retry_after"`); ok {
+		if d, ok := parseFloatSeconds(s); ok {
+			h.wait, h.source = d, sourceRetryAfter
+		}
+	}
+	if s, ok := memberInText(b, `"retryDelay"`); ok {
+		if w, ok := parseProtoDuration(strings.Trim(s, `"`)); ok && (h.source == "" || w > h.wait) {
+			h.wait, h.source = w, sourceRetryInfo
+		}
+	}
+	for _, key := range []string{`"quotaId"`, `"quota_limit"`} {
+		if s, ok := memberInText(b, key); ok && strings.Contains(s, "PerDay") {
+			h.perDay = true
+		}
+	}
+	return h
+}
+
+// memberInText returns the value that follows the first occurrence of key
+// and a colon in JSON text that may be cut short: a whole string, quotes
+// included, or a number; false when there is none whole.
+func memberInText(b []byte, key string) (string, bool) {
+	for {
+		i := bytes.Index(b, []byte(key))
+		if i < 0 {
+			return "", false
+		}
+		b = b[i+len(key):]
+		rest := bytes.TrimLeft(b, " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue
+		}
+		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+		if len(rest) > 0 && rest[0] == '"' {
+			if j := bytes.IndexByte(rest[1:], '"'); j >= 0 {
+				return string(rest[:j+2]), true
+			}
+			return "", false
+		}
+		j := 0
+		for j < len(rest) && strings.IndexByte("0123456789.eE+-", rest[j]) >= 0 {
+			j++
+		}
+		if j == 0 || j == len(rest) { // none, or it may go on past the cut
+			return "", false
+		}
+		return string(rest[:j]), true
+	}
+}
+
+// parseProtoDuration parses a google.protobuf.Duration in its JSON form,
+// seconds with up to nine decimals and an "s": "26s", "45.837906927s".
+// It reports false for anything else, a sign included, and for a wait that
+// does not fit in a time.Duration.
+func parseProtoDuration(s string) (time.Duration, bool) {
+	if len(s) < 2 || len(s) > 32 || s[len(s)-1] != 's' {
+		return 0, false
+	}
+	whole, frac, dotted := strings.Cut(s[:len(s)-1], ".")
+	if whole == "" || dotted && (frac == "" || len(frac) > 9) || !allDigits(whole) || !allDigits(frac) {
+		return 0, false
+	}
+	secs, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || secs > maxWholeSeconds {
+		return 0, false
+	}
+	var nanos int64
+	if frac != "" {
+		n, _ := strconv.ParseInt(frac, 10, 64)
+		for range 9 - len(frac) {
+			n *= 10
+		}
+		nanos = n
+	}
+	if secs*int64(time.Second) > math.MaxInt64-nanos {
+		return 0, false
+	}
+	return time.Duration(secs*int64(time.Second) + nanos), true
+}
+
+// parseFloatSeconds parses a JSON number of seconds, such as Discord's
+// retry_after (64.57), rounded up to the nanosecond. It reports false for
+// anything else: a string, a negative, NaN, or a wait that does not fit in
+// a time.Duration.
+func parseFloatSeconds(s string) (time.Duration, bool) {
+	if s == "" || len(s) > 32 || s[0] == '-' || s[0] == '+' || s[0] == '"' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || f < 0 || f >= float64(maxWholeSeconds) {
+		return 0, false
+	}
+	return time.Duration(math.Ceil(f * float64(time.Second))), true
+}
+
+// allDigits reports whether s holds only ASCII digits ("" does).
+func allDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
