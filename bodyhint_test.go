@@ -138,6 +138,7 @@ func TestBodyWaitIsAHint(t *testing.T) {
 		{"Gemini, MinWait lower", heed.Policy{MinWait: 10 * time.Millisecond}, gemini, 26 * time.Second, "RetryInfo", true},
 		{"Discord", heed.Policy{}, reply{status: 429, header: hdr("Content-Type", ctJSON), body: `{"retry_after":2.5,"global":false}`}, 2500 * time.Millisecond, "retry_after", true},
 		{"Discord, a longer Retry-After wins", heed.Policy{}, reply{status: 429, header: hdr("Content-Type", ctJSON, "Retry-After", "3"), body: `{"retry_after":2.5}`}, 3 * time.Second, "Retry-After", true},
+		{"GitHub secondary limit without retry-after", heed.Policy{}, reply{status: 403, header: hdr("Content-Type", ctJSON), body: `{"message":"You have exceeded a secondary rate limit."}`}, time.Minute, "GitHub secondary limit", true},
 		{"a classifier's wait", heed.Policy{Classify: custom(7 * time.Second)}, vendor(), 7 * time.Second, "X-Vendor-Wait", true},
 		{"a classifier's wait raised to MinWait", heed.Policy{Classify: custom(200 * time.Millisecond)}, vendor(), time.Second, "X-Vendor-Wait", true},
 		{"a classifier's zero wait raised to MinWait", heed.Policy{Classify: custom(0), MinWait: 2 * time.Second}, vendor(), 2 * time.Second, "X-Vendor-Wait", true},

@@ -85,8 +85,10 @@ const classifyPeekLimit = 4 << 10
 //	429, Google RetryInfo retryDelay or Discord retry_after
 //	     in a JSON body: Wait and Source set                  Throttled  "rate limited"
 //	403 with Retry-After or X-RateLimit-Remaining: 0          Throttled  "rate limited"
-//	403, JSON saying "secondary rate limit" or "abuse
-//	     detection" (GitHub)                                  Throttled  "rate limited"
+//	403 or 429, JSON saying "secondary rate limit" or "abuse
+//	     detection" (GitHub): without those headers, a minute Throttled  "rate limited"
+//	403, Salesforce REQUEST_LIMIT_EXCEEDED: Concurrent...;
+//	     the 24-hour total                                    Throttled; Terminal  "rate limited"; "quota"
 //	other 403; 401; 402; 404                                  Terminal   "forbidden"; "unauthorized"; "billing"; "not found"
 //	408; 425                                                  Transient  "request timeout"; "too early"
 //	409, request has Idempotency-Key or X-Idempotency-Key     Transient  "in progress"
@@ -169,10 +171,7 @@ func classifyStatus(req *http.Request, resp *http.Response, keyHeader string) Ve
 	case code == http.StatusTooManyRequests:
 		return classify429(resp)
 	case code == http.StatusForbidden:
-		if rateLimited403(resp) {
-			return Verdict{Class: Throttled, Reason: "rate limited"}
-		}
-		return Verdict{Class: Terminal, Reason: "forbidden"}
+		return classify403(resp)
 	case code == http.StatusUnauthorized:
 		return Verdict{Class: Terminal, Reason: "unauthorized"}
 	case code == http.StatusPaymentRequired:
@@ -225,25 +224,82 @@ func classify429(resp *http.Response) Verdict {
 		if h.source != "" {
 			return Verdict{Class: Throttled, Reason: "rate limited", Wait: h.wait, Source: h.source}
 		}
+		if githubSecondary(b) && len(resp.Header["Retry-After"]) == 0 && !githubExhausted(resp.Header) {
+			return Verdict{Class: Throttled, Reason: "rate limited", Wait: githubSecondaryWait, Source: sourceGitHubSecondary}
+		}
 	}
 	return Verdict{Class: Throttled, Reason: "rate limited"}
 }
 
-// rateLimited403 reports whether a 403 is a rate limit rather than a
-// refusal: GitHub answers its primary limit with X-RateLimit-Remaining: 0,
-// and its secondary limit with Retry-After or a message saying so.
-func rateLimited403(resp *http.Response) bool {
+// githubSecondaryWait is the least wait after GitHub's secondary rate limit
+// when it gives no retry-after and requests remain: "wait for at least one
+// minute before retrying" (docs.github.com, rate limits for the REST API).
+const githubSecondaryWait = time.Minute
+
+// sourceGitHubSecondary names githubSecondaryWait as a wait's source.
+const sourceGitHubSecondary = "GitHub secondary limit"
+
+// classify403 tells a rate limit from a refusal: GitHub answers its primary
+// limit with X-RateLimit-Remaining: 0, and its secondary limit with
+// Retry-After or a message saying so, which without either header waits
+// githubSecondaryWait; Salesforce says REQUEST_LIMIT_EXCEEDED.
+func classify403(resp *http.Response) Verdict {
 	h := resp.Header
-	if len(h["Retry-After"]) > 0 {
-		return true
-	}
-	if v := h["X-Ratelimit-Remaining"]; len(v) > 0 && strings.TrimSpace(v[0]) == "0" {
-		return true
+	if len(h["Retry-After"]) > 0 || githubExhausted(h) {
+		return Verdict{Class: Throttled, Reason: "rate limited"}
 	}
 	if b, ok := peekJSONBody(resp); ok {
-		return bytes.Contains(b, []byte("secondary rate limit")) || bytes.Contains(b, []byte("abuse detection"))
+		if githubSecondary(b) {
+			return Verdict{Class: Throttled, Reason: "rate limited", Wait: githubSecondaryWait, Source: sourceGitHubSecondary}
+		}
+		if v, ok := salesforceLimit(b); ok {
+			return v
+		}
 	}
-	return false
+	return Verdict{Class: Terminal, Reason: "forbidden"}
+}
+
+// githubExhausted reports whether X-RateLimit-Remaining is 0.
+func githubExhausted(h http.Header) bool {
+	v := h["X-Ratelimit-Remaining"]
+	return len(v) > 0 && strings.TrimSpace(v[0]) == "0"
+}
+
+// githubSecondary reports whether a JSON body is GitHub's secondary rate
+// limit ("abuse detection", its older name).
+func githubSecondary(b []byte) bool {
+	return bytes.Contains(b, []byte("secondary rate limit")) || bytes.Contains(b, []byte("abuse detection"))
+}
+
+// salesforceLimit reads Salesforce's REQUEST_LIMIT_EXCEEDED (a 403 whose
+// JSON body is a list of errors with an errorCode): a concurrent-request
+// limit ("ConcurrentPerOrgLongTxn Limit exceeded") is Throttled, the
+// org's 24-hour total ("TotalRequests Limit exceeded") is Terminal: no short
+// wait cures it.
+func salesforceLimit(b []byte) (Verdict, bool) {
+	if !bytes.Contains(b, []byte("REQUEST_LIMIT_EXCEEDED")) {
+		return Verdict{}, false
+	}
+	var errs []struct {
+		ErrorCode string `json:"errorCode"`
+		Message   string `json:"message"`
+	}
+	if json.Unmarshal(b, &errs) != nil {
+		if bytes.Contains(b, []byte("Concurrent")) {
+			return Verdict{Class: Throttled, Reason: "rate limited"}, true
+		}
+		return Verdict{Class: Terminal, Reason: "quota"}, true
+	}
+	for _, e := range errs {
+		if e.ErrorCode != "REQUEST_LIMIT_EXCEEDED" {
+			continue
+		}
+		if strings.Contains(e.Message, "Concurrent") {
+			return Verdict{Class: Throttled, Reason: "rate limited"}, true
+		}
+		return Verdict{Class: Terminal, Reason: "quota"}, true
+	}
+	return Verdict{}, false
 }
 
 // s3SlowDown reports whether a 503 is AWS S3's SlowDown error.

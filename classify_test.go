@@ -161,7 +161,8 @@ func TestDefaultClassifierResponses(t *testing.T) {
 			}
 			resp, tb := classifyResp(tt.status, tt.header, tt.body)
 			v := heed.DefaultClassifier(req, resp, nil)
-			assert.Equal(t, heed.Verdict{Class: tt.class, Reason: tt.reason}, v, "got %s %q", v.Class, v.Reason)
+			// The waits some bodies give are TestDefaultClassifierBodyWaits'.
+			assert.Equal(t, heed.Verdict{Class: tt.class, Reason: tt.reason}, heed.Verdict{Class: v.Class, Reason: v.Reason}, "got %s %q", v.Class, v.Reason)
 			// The body is whole and still closes the original.
 			assert.Equal(t, tt.body, readBody(t, resp))
 			assert.Equal(t, 1, tb.closes())
@@ -176,6 +177,46 @@ func TestDefaultClassifierNilRequest(t *testing.T) {
 	assert.Equal(t, heed.Verdict{Class: heed.Throttled, Reason: "rate limited"}, heed.DefaultClassifier(nil, resp, nil))
 	assert.Equal(t, heed.Verdict{Class: heed.Ambiguous, Reason: "connection reset"}, heed.DefaultClassifier(nil, nil, resetErr))
 	assert.Equal(t, heed.Verdict{Class: heed.Ambiguous, Reason: "transport error"}, heed.DefaultClassifier(nil, nil, nil))
+}
+
+// TestDefaultClassifierGitHubSecondaryAndSalesforce: GitHub's secondary
+// limit without retry-after waits at least a minute, as its docs say, on a
+// 403 or a 429; with retry-after, or X-RateLimit-Remaining: 0, those
+// headers say the wait. Salesforce's REQUEST_LIMIT_EXCEEDED is Throttled for
+// a concurrency limit, Terminal for the 24-hour total.
+func TestDefaultClassifierGitHubSecondaryAndSalesforce(t *testing.T) {
+	const secondary = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits","status":"403"}`
+	minute := heed.Verdict{Class: heed.Throttled, Reason: "rate limited", Wait: time.Minute, Source: "GitHub secondary limit"}
+	byHeader := heed.Verdict{Class: heed.Throttled, Reason: "rate limited"}
+	json := hdr("Content-Type", ctJSON)
+	tests := []struct {
+		name   string
+		status int
+		header http.Header
+		body   string
+		want   heed.Verdict
+	}{
+		{"403 secondary, no header: a minute", 403, json, secondary, minute},
+		{"429 secondary, no header: a minute", 429, json, secondary, minute},
+		{"403 abuse detection: a minute", 403, json, `{"message":"You have triggered an abuse detection mechanism."}`, minute},
+		{"403 secondary with retry-after: the header's", 403, hdr("Content-Type", ctJSON, "Retry-After", "30"), secondary, byHeader},
+		{"429 secondary with retry-after: the header's", 429, hdr("Content-Type", ctJSON, "Retry-After", "30"), secondary, byHeader},
+		{"403 secondary, remaining 0: the reset's", 403, hdr("Content-Type", ctJSON, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1715681251"), secondary, byHeader},
+		{"429 secondary, remaining 0: the reset's", 429, hdr("Content-Type", ctJSON, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1715681251"), secondary, byHeader},
+		{"Salesforce concurrent limit", 403, json, `[{"message":"ConcurrentPerOrgLongTxn Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"}]`, byHeader},
+		{"Salesforce 24-hour total", 403, json, `[{"message":"TotalRequests Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"}]`, heed.Verdict{Class: heed.Terminal, Reason: "quota"}},
+		{"Salesforce other 403", 403, json, `[{"message":"The REST API is not enabled for this Organization.","errorCode":"API_DISABLED_FOR_ORG"}]`, heed.Verdict{Class: heed.Terminal, Reason: "forbidden"}},
+		{"Salesforce cut short, concurrent", 403, json, `[{"message":"ConcurrentPerOrgLongTxn Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"`, byHeader},
+		{"Salesforce cut short, total", 403, json, `[{"message":"TotalRequests Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"`, heed.Verdict{Class: heed.Terminal, Reason: "quota"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, tb := classifyResp(tt.status, tt.header, tt.body)
+			assert.Equal(t, tt.want, heed.DefaultClassifier(nil, resp, nil))
+			assert.Equal(t, tt.body, readBody(t, resp), "the body is whole")
+			assert.Equal(t, 1, tb.closes())
+		})
+	}
 }
 
 // The body is read only where it can change the verdict.
@@ -673,6 +714,12 @@ func TestDesignVendorRulesHaveFixtures(t *testing.T) {
 		}},
 		{"AWS throttle on a 400 (XML <Code>): Throttled", func(f fixture) bool {
 			return f.resp.StatusCode == 400 && strings.Contains(f.body, "<Code>") && f.v.Class == heed.Throttled
+		}},
+		{"GitHub secondary limit without retry-after: Throttled, a minute", func(f fixture) bool {
+			return f.resp.StatusCode == 403 && strings.Contains(f.body, "secondary rate limit") && h(f, "Retry-After") == "" && f.v.Wait == time.Minute
+		}},
+		{"Salesforce REQUEST_LIMIT_EXCEEDED, 24-hour total: Terminal", func(f fixture) bool {
+			return strings.Contains(f.body, "REQUEST_LIMIT_EXCEEDED") && f.v.Class == heed.Terminal && f.v.Reason == "quota"
 		}},
 		{"any other AWS 400: Terminal", func(f fixture) bool {
 			return f.resp.StatusCode == 400 && strings.Contains(f.body, `"__type"`) && f.v.Class == heed.Terminal

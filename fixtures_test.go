@@ -262,6 +262,21 @@ var fixtureCases = map[string]fixtureCase{
 		"POST", "https://sts.amazonaws.com/", "",
 		heed.Throttled, "rate limited", thenWait, fixtureBackoff,
 	},
+	"github-403-secondary-no-retry-after.http": {
+		// No retry-after, requests remaining: at least a minute, as documented.
+		"POST", "https://api.github.com/repos/octocat/hello-world/issues", "",
+		heed.Throttled, "rate limited", thenWait, time.Minute,
+	},
+	"salesforce-403-request-limit-exceeded.http": {
+		// The 24-hour total: no short wait cures it.
+		"GET", "https://example.my.salesforce.com/services/data/v60.0/sobjects/Account", "",
+		heed.Terminal, "quota", thenDeliver, 0,
+	},
+	"x-429-rate-limit.http": {
+		// x-rate-limit-reset is 11m40s after Date: longer than MaxWait.
+		"GET", "https://api.x.com/2/tweets/search/recent", "",
+		heed.Throttled, "rate limited", thenDefer, 11*time.Minute + 40*time.Second,
+	},
 	"google-429-resource-exhausted.http": {
 		// A per-minute quota: a rate limit, not billing.
 		"POST", "https://translation.googleapis.com/language/translate/v2", "",

@@ -7,6 +7,8 @@ package heed
 import (
 	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,6 +27,9 @@ const (
 	hdrRateLimitReset     = "Ratelimit-Reset"
 	hdrXRemaining         = "X-Ratelimit-Remaining"
 	hdrXReset             = "X-Ratelimit-Reset"
+	hdrXResetAfter        = "X-Ratelimit-Reset-After" // Discord: fractional seconds
+	hdrXDashRemaining     = "X-Rate-Limit-Remaining"  // X (Twitter), Zendesk
+	hdrXDashReset         = "X-Rate-Limit-Reset"
 	hdrRemainingRequests  = "X-Ratelimit-Remaining-Requests"
 	hdrResetRequests      = "X-Ratelimit-Reset-Requests"
 )
@@ -67,8 +72,9 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // retry-after-ms or x-ms-retry-after-ms (on a tie, the first); else the
 // IETF RateLimit field's largest t with r=0; else RateLimit-Reset
 // (RateLimit-Remaining 0 or absent) or X-RateLimit-Reset
-// (X-RateLimit-Remaining 0), a Unix time when above half of now's Unix
-// time, else seconds. An invalid, negative, overlong (128 bytes) or
+// (X-RateLimit-Remaining 0; with Discord's X-RateLimit-Reset-After, the
+// longer) or x-rate-limit-reset (x-rate-limit-remaining 0: X, Zendesk), a
+// Unix time when above half of now's Unix time, else seconds. An invalid, negative, overlong (128 bytes) or
 // conflicting header gives no hint. Hint does not allocate.
 func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string, ok bool) {
 	if resp == nil {
@@ -107,13 +113,51 @@ func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string
 		}
 	}
 	if rem, state := remainingField(h, hdrXRemaining); state == remainingValid && rem == 0 {
+		wait, source, ok = 0, "", false
 		if v, present := singleField(h, hdrXReset); present {
 			if d, valid := parseReset(v, now); valid {
-				return d, "X-RateLimit-Reset", true
+				wait, source, ok = d, "X-RateLimit-Reset", true
+			}
+		}
+		if v, present := singleField(h, hdrXResetAfter); present {
+			if d, valid := parseSecondsCeil(v); valid && (!ok || d > wait) {
+				wait, source, ok = d, "X-RateLimit-Reset-After", true
+			}
+		}
+		if ok {
+			return wait, source, true
+		}
+	}
+	if rem, state := remainingField(h, hdrXDashRemaining); state == remainingValid && rem == 0 {
+		if v, present := singleField(h, hdrXDashReset); present {
+			if d, valid := parseReset(v, now); valid {
+				return d, "x-rate-limit-reset", true
 			}
 		}
 	}
 	return 0, "", false
+}
+
+// parseSecondsCeil parses a count of seconds, decimals rounded up to the
+// millisecond, such as Discord's X-RateLimit-Reset-After: 64.57.
+func parseSecondsCeil(s string) (time.Duration, bool) {
+	whole, frac, dotted := strings.Cut(s, ".")
+	if whole == "" || dotted && (frac == "" || len(frac) > 9) || !allDigits(whole) || !allDigits(frac) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || n > maxWholeSeconds-1 {
+		return 0, false
+	}
+	d := time.Duration(n) * time.Second
+	if frac != "" {
+		f, _ := strconv.ParseInt(frac, 10, 64)
+		for range 9 - len(frac) {
+			f *= 10
+		}
+		d += (time.Duration(f) + time.Millisecond - 1) / time.Millisecond * time.Millisecond
+	}
+	return d, true
 }
 
 // singleField returns the value of a field that must appear once: ok is

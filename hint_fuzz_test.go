@@ -3,6 +3,7 @@ package heed
 import (
 	"math/big"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,6 +198,49 @@ func FuzzHint(f *testing.F) {
 		remaining, reset, qsource, qok := quota(h, raNow)
 		if remaining < 0 || reset < 0 || qok != (qsource != "") || !qok && (remaining != 0 || reset != 0) {
 			t.Fatalf("quota: %d %v %q %v", remaining, reset, qsource, qok)
+		}
+	})
+}
+
+// FuzzResetSpellings checks the other spellings of a reset, Discord's
+// X-RateLimit-Reset-After and X's x-rate-limit-reset: Hint never panics or
+// returns a negative wait, reads them only when their remaining count is
+// 0, and a Reset-After it reads waits at least what its value says.
+// The seed corpus is testdata/fuzz/FuzzResetSpellings.
+func FuzzResetSpellings(f *testing.F) {
+	f.Add("0", "64.57", "0", "1715679167")
+	f.Add("0", "0.0001", "", "")
+	f.Add("1", "2", "3", "60")
+	f.Add("0", "1e3", "0", "99999999999999999999")
+	f.Fuzz(func(t *testing.T, xrem, resetAfter, dashRem, dashReset string) {
+		h := http.Header{}
+		for k, v := range map[string]string{"X-RateLimit-Remaining": xrem, "X-RateLimit-Reset-After": resetAfter, "X-Rate-Limit-Remaining": dashRem, "X-Rate-Limit-Reset": dashReset} {
+			if v != "" {
+				h.Set(k, v)
+			}
+		}
+		d, source, ok := Hint(&http.Response{StatusCode: http.StatusTooManyRequests, Header: h}, raNow)
+		if d < 0 || ok != (source != "") {
+			t.Fatalf("wait %v, source %q, ok %v", d, source, ok)
+		}
+		switch source {
+		case "X-RateLimit-Reset-After":
+			if trimOWS(xrem) != "0" && strings.TrimLeft(trimOWS(xrem), "0") != "" {
+				t.Fatalf("Reset-After read with X-RateLimit-Remaining %q", xrem)
+			}
+			if s, err := strconv.ParseFloat(trimOWS(resetAfter), 64); err != nil || d < time.Duration(s*float64(time.Second))-time.Microsecond {
+				t.Fatalf("Reset-After %q read as %v", resetAfter, d)
+			}
+		case "x-rate-limit-reset":
+			if strings.TrimLeft(trimOWS(dashRem), "0") != "" || trimOWS(dashRem) == "" {
+				t.Fatalf("x-rate-limit-reset read with x-rate-limit-remaining %q", dashRem)
+			}
+		case "":
+		default:
+			t.Fatalf("unknown source %q", source)
+		}
+		if d, ok := parseSecondsCeil(resetAfter); ok && d < 0 {
+			t.Fatalf("%q: negative %v", resetAfter, d)
 		}
 	})
 }

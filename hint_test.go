@@ -356,6 +356,19 @@ func TestHintXRateLimitReset(t *testing.T) {
 		{"remaining invalid", raHeader("X-RateLimit-Remaining", "0.0", "X-RateLimit-Reset", "12"), 0, "", false},
 		{"reset invalid", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "soon"), 0, "", false},
 		{"reset overflows", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "99999999999999999999"), 0, "", false},
+		{"Discord fractional Unix reset", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", unix(64*time.Second)+".123"), 65 * time.Second, "X-RateLimit-Reset", true},
+		{"Discord Reset-After, longer", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", unix(64*time.Second), "X-RateLimit-Reset-After", "64.57"), 64570 * time.Millisecond, "X-RateLimit-Reset-After", true},
+		{"Discord Reset-After alone", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "1.5"), 1500 * time.Millisecond, "X-RateLimit-Reset-After", true},
+		{"Reset-After to the millisecond, rounded up", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "0.0001"), time.Millisecond, "X-RateLimit-Reset-After", true},
+		{"Reset-After shorter: the reset wins", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "10", "X-RateLimit-Reset-After", "2"), 10 * time.Second, "X-RateLimit-Reset", true},
+		{"Reset-After with requests left", raHeader("X-RateLimit-Remaining", "3", "X-RateLimit-Reset-After", "2"), 0, "", false},
+		{"Reset-After invalid", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "-2"), 0, "", false},
+		{"Reset-After with an exponent", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "1e3"), 0, "", false},
+		{"Reset-After overflows", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "9223372036"), 0, "", false},
+		{"X (Twitter) x-rate-limit", raHeader("x-rate-limit-limit", "15", "x-rate-limit-remaining", "0", "x-rate-limit-reset", unix(15*time.Minute)), 15 * time.Minute, "x-rate-limit-reset", true},
+		{"x-rate-limit with requests left", raHeader("x-rate-limit-remaining", "2", "x-rate-limit-reset", unix(time.Minute)), 0, "", false},
+		{"x-rate-limit without a reset", raHeader("x-rate-limit-remaining", "0"), 0, "", false},
+		{"X-RateLimit wins over x-rate-limit", raHeader("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "5", "x-rate-limit-remaining", "0", "x-rate-limit-reset", "50"), 5 * time.Second, "X-RateLimit-Reset", true},
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,7 +58,7 @@ func TestPeekDecodesCompressedErrorBodies(t *testing.T) {
 	}{
 		{"openai insufficient_quota", 429, ctJSON, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, heed.Verdict{Class: heed.Terminal, Reason: "billing"}},
 		{"problem quota-exceeded", 429, ctProblem, `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Quota exceeded"}`, heed.Verdict{Class: heed.Terminal, Reason: "quota"}},
-		{"github secondary rate limit", 403, ctJSON, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`, heed.Verdict{Class: heed.Throttled, Reason: "rate limited"}},
+		{"github secondary rate limit", 403, ctJSON, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`, heed.Verdict{Class: heed.Throttled, Reason: "rate limited", Wait: time.Minute, Source: "GitHub secondary limit"}},
 		{"s3 slow down", 503, "application/xml", `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`, heed.Verdict{Class: heed.Throttled, Reason: "slow down"}},
 		{"long body, marker inside the first 4 KiB decoded", 429, ctJSON, `{"error":{"type":"insufficient_quota","pad":"` + strings.Repeat("x", 64<<10) + `"}}`, heed.Verdict{Class: heed.Terminal, Reason: "billing"}},
 	}

@@ -22,7 +22,8 @@ type Quota struct {
 // it, on the common response that has none.
 func publishesQuota(h http.Header) bool {
 	return h["Ratelimit"] != nil || h["Ratelimit-Remaining"] != nil ||
-		h["X-Ratelimit-Remaining"] != nil || h["X-Ratelimit-Remaining-Requests"] != nil
+		h["X-Ratelimit-Remaining"] != nil || h["X-Rate-Limit-Remaining"] != nil ||
+		h["X-Ratelimit-Remaining-Requests"] != nil
 }
 
 // quota reads the quota a response publishes: the scope may send remaining
@@ -35,13 +36,14 @@ func publishesQuota(h http.Header) bool {
 //   - "RateLimit-Remaining": RateLimit-Remaining with RateLimit-Reset.
 //   - "X-RateLimit-Remaining": X-RateLimit-Remaining with X-RateLimit-Reset
 //     (GitHub; Unix seconds there).
+//   - "x-rate-limit-remaining": with x-rate-limit-reset (X, Zendesk).
 //   - "x-ratelimit-remaining-requests": with x-ratelimit-reset-requests
 //     (OpenAI), a Go duration such as "6m0s", "1s" or "20ms", or plain
 //     seconds, rounded up.
 //
-// For both *-Reset headers a value above half of now's Unix time is a Unix
-// time in seconds, a past one a reset of 0; else it is seconds, decimals rounded up. ok is true
-// only when both remaining and reset are valid: a source that is malformed,
+// For the *-Reset headers a value above half of now's Unix time is a Unix
+// time in seconds, a past one a reset of 0; else it is seconds, decimals
+// rounded up. ok is true only when both remaining and reset are valid: a source that is malformed,
 // longer than 128 bytes, overflowing, or repeated with differing values is
 // skipped. remaining and reset are never negative.
 func quota(h http.Header, now time.Time) (remaining int64, reset time.Duration, source string, ok bool) {
@@ -55,6 +57,9 @@ func quota(h http.Header, now time.Time) (remaining int64, reset time.Duration, 
 	}
 	if r, d, valid := quotaPair(h, hdrXRemaining, hdrXReset, now, parseReset); valid {
 		return r, d, "X-RateLimit-Remaining", true
+	}
+	if r, d, valid := quotaPair(h, hdrXDashRemaining, hdrXDashReset, now, parseReset); valid {
+		return r, d, "x-rate-limit-remaining", true
 	}
 	if r, d, valid := quotaPair(h, hdrRemainingRequests, hdrResetRequests, now, parseDurationReset); valid {
 		return r, d, "x-ratelimit-remaining-requests", true

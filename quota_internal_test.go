@@ -41,6 +41,8 @@ func TestQuota(t *testing.T) {
 		{"RateLimit-Reset alone", raHeader("RateLimit-Reset", "30"), 0, 0, "", false},
 		{"RateLimit-Remaining invalid", raHeader("RateLimit-Remaining", "1.0", "RateLimit-Reset", "30"), 0, 0, "", false},
 		{"RateLimit-Remaining conflicting", raHeader("RateLimit-Remaining", "1", "RateLimit-Remaining", "2", "RateLimit-Reset", "30"), 0, 0, "", false},
+		{"x-rate-limit (X)", raHeader("x-rate-limit-limit", "900", "x-rate-limit-remaining", "899", "x-rate-limit-reset", unix(15*time.Minute)), 899, 15 * time.Minute, "x-rate-limit-remaining", true},
+		{"x-rate-limit without a reset", raHeader("x-rate-limit-remaining", "899"), 0, 0, "", false},
 		{"RateLimit-Remaining beats X-", raHeader("RateLimit-Remaining", "10", "RateLimit-Reset", "30", "X-RateLimit-Remaining", "1", "X-RateLimit-Reset", "2"), 10, 30 * time.Second, "RateLimit-Remaining", true},
 
 		{"GitHub", raHeader("X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", unix(time.Hour)), 4999, time.Hour, "X-RateLimit-Remaining", true},
