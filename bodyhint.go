@@ -156,26 +156,7 @@ func parseProtoDuration(s string) (time.Duration, bool) {
 	if len(s) < 2 || len(s) > 32 || s[len(s)-1] != 's' {
 		return 0, false
 	}
-	whole, frac, dotted := strings.Cut(s[:len(s)-1], ".")
-	if whole == "" || dotted && (frac == "" || len(frac) > 9) || !allDigits(whole) || !allDigits(frac) {
-		return 0, false
-	}
-	secs, err := strconv.ParseInt(whole, 10, 64)
-	if err != nil || secs > maxWholeSeconds {
-		return 0, false
-	}
-	var nanos int64
-	if frac != "" {
-		n, _ := strconv.ParseInt(frac, 10, 64)
-		for range 9 - len(frac) {
-			n *= 10
-		}
-		nanos = n
-	}
-	if secs*int64(time.Second) > math.MaxInt64-nanos {
-		return 0, false
-	}
-	return time.Duration(secs*int64(time.Second) + nanos), true
+	return parseFractionalSeconds(s[:len(s)-1])
 }
 
 // parseFloatSeconds parses a JSON number of seconds, such as Discord's
@@ -191,14 +172,4 @@ func parseFloatSeconds(s string) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(math.Ceil(f * float64(time.Second))), true
-}
-
-// allDigits reports whether s holds only ASCII digits ("" does).
-func allDigits(s string) bool {
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

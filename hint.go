@@ -141,23 +141,46 @@ func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string
 // parseSecondsCeil parses a count of seconds, decimals rounded up to the
 // millisecond, such as Discord's X-RateLimit-Reset-After: 64.57.
 func parseSecondsCeil(s string) (time.Duration, bool) {
+	d, ok := parseFractionalSeconds(s)
+	if !ok || d > math.MaxInt64-time.Millisecond {
+		return 0, false
+	}
+	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond, true
+}
+
+// parseFractionalSeconds parses seconds with up to nine decimals, exact to
+// the nanosecond: 1*DIGIT ["." 1*9DIGIT]. It reports false for anything
+// else, a sign or an exponent included, and for a wait beyond a Duration.
+func parseFractionalSeconds(s string) (time.Duration, bool) {
 	whole, frac, dotted := strings.Cut(s, ".")
 	if whole == "" || dotted && (frac == "" || len(frac) > 9) || !allDigits(whole) || !allDigits(frac) {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(whole, 10, 64)
-	if err != nil || n > maxWholeSeconds-1 {
+	secs, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || secs > maxWholeSeconds {
 		return 0, false
 	}
-	d := time.Duration(n) * time.Second
+	var nanos int64
 	if frac != "" {
-		f, _ := strconv.ParseInt(frac, 10, 64)
+		nanos, _ = strconv.ParseInt(frac, 10, 64)
 		for range 9 - len(frac) {
-			f *= 10
+			nanos *= 10
 		}
-		d += (time.Duration(f) + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 	}
-	return d, true
+	if secs*int64(time.Second) > math.MaxInt64-nanos {
+		return 0, false
+	}
+	return time.Duration(secs*int64(time.Second) + nanos), true
+}
+
+// allDigits reports whether s holds only ASCII digits ("" does).
+func allDigits(s string) bool {
+	for i := range len(s) {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // singleField returns the value of a field that must appear once: ok is
