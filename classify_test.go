@@ -721,6 +721,12 @@ func TestDesignVendorRulesHaveFixtures(t *testing.T) {
 		{"Salesforce REQUEST_LIMIT_EXCEEDED, 24-hour total: Terminal", func(f fixture) bool {
 			return strings.Contains(f.body, "REQUEST_LIMIT_EXCEEDED") && f.v.Class == heed.Terminal && f.v.Reason == "quota"
 		}},
+		{"a spent token dimension, no retry-after (OpenAI): Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 429 && h(f, "X-Ratelimit-Remaining-Tokens") == "0" && h(f, "Retry-After") == "" && f.v.Class == heed.Throttled
+		}},
+		{"a spent dimension on a served response (Anthropic): delivered", func(f fixture) bool {
+			return f.resp.StatusCode == 200 && h(f, "Anthropic-Ratelimit-Output-Tokens-Remaining") == "0" && f.v.Class == heed.Deliver
+		}},
 		{"any other AWS 400: Terminal", func(f fixture) bool {
 			return f.resp.StatusCode == 400 && strings.Contains(f.body, `"__type"`) && f.v.Class == heed.Terminal
 		}},

@@ -114,8 +114,8 @@ func rebaseFixture(t testing.TB, resp *http.Response, now time.Time) {
 					if frac != "" { // Discord's: a Unix time with a fraction
 						vs[i] += "." + frac
 					}
+					continue
 				}
-				continue
 			}
 			if ts, err := time.Parse(time.RFC3339, v); err == nil {
 				vs[i] = ts.Add(off).UTC().Format(time.RFC3339)
@@ -134,6 +134,7 @@ const (
 	thenWait    = "wait"    // retries after exactly the row's wait
 	thenDefer   = "defer"   // the wait exceeds MaxWait: *DeferredError at once
 	thenDeliver = "deliver" // one request, the response returned as is
+	thenHold    = "hold"    // served and returned as is; the scope's next send waits the row's wait
 )
 
 // fixtureBackoff is the wait when a response gives no hint; it differs from
@@ -277,6 +278,16 @@ var fixtureCases = map[string]fixtureCase{
 		"GET", "https://api.x.com/2/tweets/search/recent", "",
 		heed.Throttled, "rate limited", thenDefer, 11*time.Minute + 40*time.Second,
 	},
+	"openai-429-tokens-spent.http": {
+		// No retry-after: the spent tokens' reset, 7.66s, is the wait.
+		"POST", "https://api.openai.com/v1/chat/completions", "",
+		heed.Throttled, "rate limited", thenWait, 7660 * time.Millisecond,
+	},
+	"anthropic-200-output-tokens-spent.http": {
+		// Served, but output tokens are spent until 20s after Date.
+		"POST", "https://api.anthropic.com/v1/messages", "",
+		heed.Deliver, "ok", thenHold, 20 * time.Second,
+	},
 	"google-429-resource-exhausted.http": {
 		// A per-minute quota: a rate limit, not billing.
 		"POST", "https://translation.googleapis.com/language/translate/v2", "",
@@ -378,6 +389,8 @@ func TestFixtures(t *testing.T) {
 				t.Run("defers under a short deadline", func(t *testing.T) { fixtureDefers(t, name, tc, true) })
 			case thenDeliver:
 				t.Run("delivers", func(t *testing.T) { fixtureDelivers(t, name, tc) })
+			case thenHold:
+				t.Run("holds the scope", func(t *testing.T) { fixtureHolds(t, name, tc) })
 			default:
 				t.Fatalf("row %s: unknown then %q", name, tc.then)
 			}
@@ -450,12 +463,38 @@ func fixtureDelivers(t *testing.T, name string, tc fixtureCase) {
 	})
 }
 
-// Every fixture parses, names its source and carries a Date header.
+// fixtureHolds: a served response that says a limit is spent is returned
+// as is, and the scope's next request is sent only once the limit resets.
+func fixtureHolds(t *testing.T, name string, tc fixtureCase) {
+	synctest.Test(t, func(t *testing.T) {
+		toFixtureEpoch(t)
+		var run fixtureRun
+		tr := run.transport(t, name)
+		resp, err := tr.RoundTrip(tc.request(t, t.Context()))
+		require.NoError(t, err)
+		assert.Same(t, run.first, resp)
+		assert.Equal(t, fixtureBody(t, name), readBody(t, resp))
+		resp, err = tr.RoundTrip(tc.request(t, t.Context()))
+		require.NoError(t, err)
+		readBody(t, resp)
+		require.Len(t, run.sends, 2)
+		// Never before the reset; a gate's waiters go with a spread of at
+		// most 20 ms after it.
+		gap := run.sends[1].Sub(run.sends[0])
+		assert.GreaterOrEqual(t, gap, tc.wait, "the next send waits for the reset")
+		assert.LessOrEqual(t, gap, tc.wait+20*time.Millisecond)
+	})
+}
+
+// Every fixture parses, names its source and carries a Date header; every
+// one is a refusal but those that show a served response holding its scope.
 func TestFixtureFilesWellFormed(t *testing.T) {
 	for _, name := range fixtureNames(t) {
 		resp := loadFixture(t, name)
 		assert.NotEmpty(t, resp.Header.Get("Date"), name)
-		assert.GreaterOrEqual(t, resp.StatusCode, 400, name)
+		if fixtureCases[name].then != thenHold {
+			assert.GreaterOrEqual(t, resp.StatusCode, 400, name)
+		}
 		a := fixtureBody(t, name)
 		b := fixtureBody(t, name)
 		assert.NotEmpty(t, a, name)

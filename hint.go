@@ -74,7 +74,9 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // (RateLimit-Remaining 0 or absent) or X-RateLimit-Reset
 // (X-RateLimit-Remaining 0; with Discord's X-RateLimit-Reset-After, the
 // longer) or x-rate-limit-reset (x-rate-limit-remaining 0: X, Zendesk), a
-// Unix time when above half of now's Unix time, else seconds. An invalid, negative, overlong (128 bytes) or
+// Unix time when above half of now's Unix time, else seconds; else the
+// latest reset of a spent dimension (dimensions.go: Anthropic's
+// anthropic-ratelimit-*, OpenAI's tokens). An invalid, negative, overlong (128 bytes) or
 // conflicting header gives no hint. Hint does not allocate.
 func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string, ok bool) {
 	if resp == nil {
@@ -135,7 +137,7 @@ func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string
 			}
 		}
 	}
-	return 0, "", false
+	return spentDimension(h, now)
 }
 
 // parseSecondsCeil parses a count of seconds, decimals rounded up to the

@@ -23,7 +23,7 @@ type Quota struct {
 func publishesQuota(h http.Header) bool {
 	return h["Ratelimit"] != nil || h["Ratelimit-Remaining"] != nil ||
 		h["X-Ratelimit-Remaining"] != nil || h["X-Rate-Limit-Remaining"] != nil ||
-		h["X-Ratelimit-Remaining-Requests"] != nil
+		h["X-Ratelimit-Remaining-Requests"] != nil || publishesDimensions(h)
 }
 
 // quota reads the quota a response publishes: the scope may send remaining
@@ -40,6 +40,12 @@ func publishesQuota(h http.Header) bool {
 //   - "x-ratelimit-remaining-requests": with x-ratelimit-reset-requests
 //     (OpenAI), a Go duration such as "6m0s", "1s" or "20ms", or plain
 //     seconds, rounded up.
+//   - "anthropic-ratelimit-requests-remaining": with
+//     anthropic-ratelimit-requests-reset, an RFC 3339 time.
+//
+// Then, whatever the source, a dimension that is spent (dimensions.go:
+// Anthropic's tokens, input and output tokens, OpenAI's tokens) makes the
+// quota 0 until the latest such reset, its reset field the source.
 //
 // For the *-Reset headers a value above half of now's Unix time is a Unix
 // time in seconds, a past one a reset of 0; else it is seconds, decimals
@@ -47,6 +53,17 @@ func publishesQuota(h http.Header) bool {
 // longer than 128 bytes, overflowing, or repeated with differing values is
 // skipped. remaining and reset are never negative.
 func quota(h http.Header, now time.Time) (remaining int64, reset time.Duration, source string, ok bool) {
+	remaining, reset, source, ok = quotaSource(h, now)
+	// A spent dimension (dimensions.go) holds the scope until its reset,
+	// whatever the others have left.
+	if d, from, spent := spentDimension(h, now); spent && (!ok || remaining > 0 || d > reset) {
+		return 0, d, from, true
+	}
+	return remaining, reset, source, ok
+}
+
+// quotaSource is quota's first complete source of a remaining count.
+func quotaSource(h http.Header, now time.Time) (remaining int64, reset time.Duration, source string, ok bool) {
 	if vals := h[hdrRateLimit]; len(vals) > 0 {
 		if rl, valid := scanRateLimit(vals); valid && rl.fewestRemaining >= 0 && rl.fewestReset >= 0 && rl.fewestReset <= maxWholeSeconds {
 			return rl.fewestRemaining, time.Duration(rl.fewestReset) * time.Second, "RateLimit", true
@@ -63,6 +80,9 @@ func quota(h http.Header, now time.Time) (remaining int64, reset time.Duration, 
 	}
 	if r, d, valid := quotaPair(h, hdrRemainingRequests, hdrResetRequests, now, parseDurationReset); valid {
 		return r, d, "x-ratelimit-remaining-requests", true
+	}
+	if r, d, valid := quotaPair(h, dimensions[0].remaining, dimensions[0].reset, now, parseTimeReset); valid {
+		return r, d, "anthropic-ratelimit-requests-remaining", true
 	}
 	return 0, 0, "", false
 }

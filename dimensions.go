@@ -1,0 +1,80 @@
+// Limits in more than one dimension: requests, tokens, input and output
+// tokens, each with its own remaining count and reset, as Anthropic and
+// OpenAI publish them. A dimension that is spent holds the scope until its
+// own reset.
+
+package heed
+
+import (
+	"net/http"
+	"time"
+)
+
+// dimension is a remaining count and the field that says when it resets.
+type dimension struct {
+	remaining, reset string // canonical header keys
+	parse            func(string, time.Time) (time.Duration, bool)
+}
+
+// dimensions are the per-dimension limits read: Anthropic's
+// anthropic-ratelimit-*-{remaining,reset} (resets as RFC 3339 times), and
+// OpenAI's tokens beside its requests (x-ratelimit-*-tokens; resets such as
+// "6m0s" or "20ms"), which Azure OpenAI and Groq send alike.
+var dimensions = [...]dimension{
+	{"Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset", parseTimeReset},
+	{"Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset", parseTimeReset},
+	{"Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset", parseTimeReset},
+	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset", parseTimeReset},
+	{"X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens", parseDurationReset},
+}
+
+// Sources of a quota or hint from a dimension, by its reset field's name.
+var dimensionSource = [...]string{
+	"anthropic-ratelimit-requests-reset",
+	"anthropic-ratelimit-tokens-reset",
+	"anthropic-ratelimit-input-tokens-reset",
+	"anthropic-ratelimit-output-tokens-reset",
+	"x-ratelimit-reset-tokens",
+}
+
+// publishesDimensions reports whether h may carry a dimension, by the
+// fields every such response has: two lookups, so that a response without
+// them costs no more.
+func publishesDimensions(h http.Header) bool {
+	return h["Anthropic-Ratelimit-Requests-Remaining"] != nil || h["Anthropic-Ratelimit-Tokens-Remaining"] != nil ||
+		h["X-Ratelimit-Remaining-Tokens"] != nil
+}
+
+// spentDimension returns the wait until the latest reset of the dimensions
+// h says are spent (remaining 0), and the reset field that gave it; false
+// when none is, or a spent one's reset is invalid.
+func spentDimension(h http.Header, now time.Time) (time.Duration, string, bool) {
+	if !publishesDimensions(h) {
+		return 0, "", false
+	}
+	var wait time.Duration
+	source, ok := "", false
+	for i, d := range dimensions {
+		if rem, state := remainingField(h, d.remaining); state != remainingValid || rem != 0 {
+			continue
+		}
+		v, present := singleField(h, d.reset)
+		if !present {
+			continue
+		}
+		if r, valid := d.parse(v, now); valid && (!ok || r > wait) {
+			wait, source, ok = r, dimensionSource[i], true
+		}
+	}
+	return wait, source, ok
+}
+
+// parseTimeReset parses a reset given as an RFC 3339 time, as Anthropic
+// sends it: the wait from now, 0 for a time past.
+func parseTimeReset(s string, now time.Time) (time.Duration, bool) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return 0, false
+	}
+	return until(t, now)
+}
