@@ -77,8 +77,8 @@ func awsJSONCode(b []byte) string {
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		for _, key := range []string{`"__type"`, `"code"`, `"Code"`} {
-			if s, ok := memberInText(b, key); ok && strings.HasPrefix(s, `"`) {
-				return awsErrorCode(strings.Trim(s, `"`))
+			if s, ok := memberInText(b, key, true); ok {
+				return awsErrorCode(s)
 			}
 		}
 		return ""

@@ -93,37 +93,53 @@ func readBodyHint(b []byte) bodyHint {
 	return h
 }
 
-// bodyHintInText is readBodyHint for a body cut short: the first
-// "retryDelay" and "retry_after" members found as text, and any "PerDay"
-// in a "quotaId" or "quota_limit".
+// bodyHintInText is readBodyHint for a body cut short: the first whole
+// "retry_after" number and "retryDelay" string found as text, and any
+// "PerDay" in any "quotaId" or "quota_limit".
 func bodyHintInText(b []byte) bodyHint {
 	var h bodyHint
-	if s, ok := memberInText(b, `"retry_after"`); ok {
+	if s, ok := memberInText(b, `"retry_after"`, false); ok {
 		if d, ok := parseFloatSeconds(s); ok {
 			h.wait, h.source = d, sourceRetryAfter
 		}
 	}
-	if s, ok := memberInText(b, `"retryDelay"`); ok {
-		if w, ok := parseProtoDuration(strings.Trim(s, `"`)); ok && (h.source == "" || w > h.wait) {
+	if s, ok := memberInText(b, `"retryDelay"`, true); ok {
+		if w, ok := parseProtoDuration(s); ok && (h.source == "" || w > h.wait) {
 			h.wait, h.source = w, sourceRetryInfo
 		}
 	}
 	for _, key := range []string{`"quotaId"`, `"quota_limit"`} {
-		if s, ok := memberInText(b, key); ok && strings.Contains(s, "PerDay") {
-			h.perDay = true
-		}
+		eachMemberInText(b, key, func(v string, quoted bool) bool {
+			h.perDay = h.perDay || quoted && strings.Contains(v, "PerDay")
+			return !h.perDay
+		})
 	}
 	return h
 }
 
-// memberInText returns the value that follows the first occurrence of key
-// and a colon in JSON text that may be cut short: a whole string, quotes
-// included, or a number; false when there is none whole.
-func memberInText(b []byte, key string) (string, bool) {
+// memberInText returns the first whole value that follows key and a colon
+// in JSON text that may be cut short: a string (its text, unquoted) when
+// str is set, else a number; values of the other kind are passed over.
+func memberInText(b []byte, key string, str bool) (value string, ok bool) {
+	eachMemberInText(b, key, func(v string, quoted bool) bool {
+		if quoted == str {
+			value, ok = v, true
+			return false
+		}
+		return true
+	})
+	return value, ok
+}
+
+// eachMemberInText calls f with every whole string (unquoted, quoted set)
+// or number value that follows key and a colon in JSON text that may be
+// cut short, until f returns false. A value cut short, or of another kind,
+// is passed over.
+func eachMemberInText(b []byte, key string, f func(value string, quoted bool) bool) {
 	for {
 		i := bytes.Index(b, []byte(key))
 		if i < 0 {
-			return "", false
+			return
 		}
 		b = b[i+len(key):]
 		rest := bytes.TrimLeft(b, " \t\r\n")
@@ -132,19 +148,24 @@ func memberInText(b []byte, key string) (string, bool) {
 		}
 		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
 		if len(rest) > 0 && rest[0] == '"' {
-			if j := bytes.IndexByte(rest[1:], '"'); j >= 0 {
-				return string(rest[:j+2]), true
+			j := bytes.IndexByte(rest[1:], '"')
+			if j < 0 {
+				return // cut short inside the string
 			}
-			return "", false
+			if !f(string(rest[1:j+1]), true) {
+				return
+			}
+			continue
 		}
 		j := 0
 		for j < len(rest) && strings.IndexByte("0123456789.eE+-", rest[j]) >= 0 {
 			j++
 		}
-		if j == 0 || j == len(rest) { // none, or it may go on past the cut
-			return "", false
+		if j > 0 && j < len(rest) { // a number whole, not one the cut may have ended
+			if !f(string(rest[:j]), false) {
+				return
+			}
 		}
-		return string(rest[:j]), true
 	}
 }
 

@@ -29,6 +29,17 @@ func googleBody(delay, quotaID string) string {
 	return `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[` + strings.Join(details, ",") + `]}}`
 }
 
+// geminiTwoViolations is a Gemini 429 on both its per-minute and per-day
+// quotas, with pad bytes of a message after them.
+func geminiTwoViolations(pad int) string {
+	return `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[` +
+		`{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[` +
+		`{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"},` +
+		`{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},` +
+		`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"43s"},` +
+		`{"@type":"type.googleapis.com/google.rpc.LocalizedMessage","locale":"en-US","message":"` + strings.Repeat("x", pad) + `"}]}}`
+}
+
 func TestDefaultClassifierBodyWaits(t *testing.T) {
 	const perMinute, perDay = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
 	json := hdr("Content-Type", ctJSON)
@@ -41,7 +52,9 @@ func TestDefaultClassifierBodyWaits(t *testing.T) {
 		{"Gemini RetryInfo", json, googleBody("26s", perMinute), heed.Verdict{Class: heed.Throttled, Reason: "rate limited", Wait: 26 * time.Second, Source: "RetryInfo"}},
 		{"Gemini RetryInfo, nanoseconds", json, googleBody("45.837906927s", perMinute), heed.Verdict{Class: heed.Throttled, Reason: "rate limited", Wait: 45837906927 * time.Nanosecond, Source: "RetryInfo"}},
 		{"Gemini RetryInfo, tenths", json, googleBody("0.5s", ""), heed.Verdict{Class: heed.Throttled, Reason: "rate limited", Wait: 500 * time.Millisecond, Source: "RetryInfo"}},
-		{"Gemini per-day quota: no short wait cures it", json, googleBody("40s", perDay), heed.Verdict{Class: heed.Terminal, Reason: "quota"}},
+		{"Gemini per-day quota: no short wait cures it", json, googleBody("40s", perDay), heed.Verdict{Class: heed.Terminal, Reason: "quota", Wait: 40 * time.Second, Source: "RetryInfo"}},
+		{"per-day after a per-minute violation", json, geminiTwoViolations(10), heed.Verdict{Class: heed.Terminal, Reason: "quota", Wait: 43 * time.Second, Source: "RetryInfo"}},
+		{"per-day after a per-minute violation, cut short", json, geminiTwoViolations(5000), heed.Verdict{Class: heed.Terminal, Reason: "quota", Wait: 43 * time.Second, Source: "RetryInfo"}},
 		{"Google ErrorInfo per-day limit", json, `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","metadata":{"quota_limit":"Gemini25ProRequestsPerDay"}}]}}`, heed.Verdict{Class: heed.Terminal, Reason: "quota"}},
 		{"Google ErrorInfo per-minute limit", json, `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","metadata":{"quota_limit":"DefaultRequestsPerMinutePerProject"}}]}}`, heed.Verdict{Class: heed.Throttled, Reason: "rate limited"}},
 		{"Vertex AI: the error in an array", json, "[" + googleBody("3s", perMinute) + "]", heed.Verdict{Class: heed.Throttled, Reason: "rate limited", Wait: 3 * time.Second, Source: "RetryInfo"}},
@@ -186,6 +199,26 @@ func TestBodyWaitIsAHint(t *testing.T) {
 				require.Len(t, events, 1)
 				assert.Equal(t, tt.source, events[0].Source)
 				assert.Equal(t, tt.wait, events[0].Wait)
+			})
+		})
+	}
+}
+
+// TestShouldRetryKeepsABodysWait: a server that says "should retry: true"
+// of a response DefaultClassifier would not retry makes it Transient, and
+// the wait its body gave is still the wait.
+func TestShouldRetryKeepsABodysWait(t *testing.T) {
+	for _, h := range []string{"X-Should-Retry", "Stripe-Should-Retry"} {
+		t.Run(h, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(reply{status: 429, header: hdr("Content-Type", ctJSON, h, "true"), body: geminiTwoViolations(10)}, ok200)
+				tr := heed.New(rt, heed.WithPolicy(heed.Policy{Backoff: heed.Constant(time.Second)}))
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://generativelanguage.googleapis.com/v1beta/models", nil))
+				require.NoError(t, err)
+				require.NoError(t, resp.Body.Close())
+				g := rt.gaps()
+				require.Len(t, g, 1)
+				assert.Equal(t, 43*time.Second, g[0], "the body's wait, not the backoff")
 			})
 		})
 	}

@@ -152,10 +152,11 @@ func classify(req *http.Request, resp *http.Response, err error, keyHeader strin
 		return Verdict{Class: Terminal, Reason: "should not retry"}
 	case shouldRetryYes:
 		if resp.StatusCode >= 400 {
-			if v := classifyStatus(req, resp, keyHeader); v.Class == Throttled {
+			v := classifyStatus(req, resp, keyHeader)
+			if v.Class == Throttled {
 				return v
 			}
-			return Verdict{Class: Transient, Reason: "should retry"}
+			return Verdict{Class: Transient, Reason: "should retry", Wait: v.Wait, Source: v.Source}
 		}
 	}
 	return classifyStatus(req, resp, keyHeader)
@@ -219,7 +220,9 @@ func classify429(resp *http.Response) Verdict {
 		}
 		h := readBodyHint(b)
 		if h.perDay {
-			return Verdict{Class: Terminal, Reason: "quota"}
+			// The wait the body gives is kept, for a "should retry: true"
+			// that overrides the class.
+			return Verdict{Class: Terminal, Reason: "quota", Wait: h.wait, Source: h.source}
 		}
 		if h.source != "" {
 			return Verdict{Class: Throttled, Reason: "rate limited", Wait: h.wait, Source: h.source}
@@ -383,10 +386,8 @@ func bodyQuotaSignal(b []byte) bodyQuota {
 // problemTypeInText returns the string value of the first "type" member in
 // JSON text that may be cut short, or "".
 func problemTypeInText(b []byte) string {
-	if v, ok := memberInText(b, `"type"`); ok && strings.HasPrefix(v, `"`) {
-		return strings.Trim(v, `"`)
-	}
-	return ""
+	v, _ := memberInText(b, `"type"`, true)
+	return v
 }
 
 type shouldRetryHeader uint8

@@ -81,6 +81,7 @@ func TestDefaultClassifierResponses(t *testing.T) {
 		{"429 json cut short by the server", 429, hdr("Content-Type", ctJSON), `{"error":{"type":"insufficient_quota","mess`, nil, heed.Terminal, "billing"},
 		{"429 marker past the peek limit", 429, hdr("Content-Type", ctJSON), `{"pad":"` + long + `","error":{"code":"insufficient_quota"}}`, nil, heed.Throttled, "rate limited"},
 		{"429 problem quota-exceeded no reset", 429, hdr("Content-Type", ctProblem), `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"quota"}`, nil, heed.Terminal, "quota"},
+		{"429 problem quota-exceeded cut short, after a non-string type", 429, hdr("Content-Type", ctProblem), `{"violated-policies":[{"type":{"unit":"requests"}}],"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"quota exceeded","detail":"` + strings.Repeat("x", 5000) + `"}`, nil, heed.Terminal, "quota"},
 		{"429 problem quota-exceeded path form", 429, hdr("Content-Type", ctProblem), `{"type":"https://example.com/probs/quota-exceeded"}`, nil, heed.Terminal, "quota"},
 		{"429 problem quota-exceeded with retry-after", 429, hdr("Content-Type", ctProblem, "Retry-After", "30"), `{"type":"https://example.com/probs/quota-exceeded"}`, nil, heed.Throttled, "rate limited"},
 		{"429 problem quota-exceeded with invalid retry-after", 429, hdr("Content-Type", ctProblem, "Retry-After", "soon"), `{"type":"https://example.com/probs/quota-exceeded"}`, nil, heed.Terminal, "quota"},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -72,6 +73,10 @@ type adapter struct {
 	rec     *recorder
 	prepare retryablehttp.PrepareRetry // the caller's own, run after ours
 	starts  handoffs
+	// waits holds the wait CheckRetry chose for a response the recorder did
+	// not see (the client's HTTPClient replaced after Configure), for
+	// Backoff, which runs once the body that may have given it is drained.
+	waits sync.Map // *http.Response → time.Duration
 }
 
 // policy returns the policy of the route req matches, every default filled

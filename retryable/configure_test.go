@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -341,3 +342,28 @@ func TestConcurrentCallsSharingAContext(t *testing.T) {
 
 // callerKey is a context key of the caller's own.
 type callerKey struct{}
+
+// TestFallbackBackoffKeepsABodysWait: a 429 whose only wait is in its body
+// (Gemini's RetryInfo), answered to a client whose HTTPClient was replaced
+// after Configure, so that the recorder never sees it: Backoff, which runs
+// after retryablehttp drained the body, still waits what CheckRetry read.
+func TestFallbackBackoffKeepsABodysWait(t *testing.T) {
+	for _, delay := range []string{"1.5s", "0.8s"} {
+		t.Run(delay, func(t *testing.T) {
+			body := `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"` + delay + `"}]}}`
+			s := newServer(t,
+				answer{status: 429, header: map[string]string{"Content-Type": "application/json"}, body: body},
+				answer{status: 200, body: "ok"})
+			c := newClient(t, quick(heed.Policy{MinWait: 10 * time.Millisecond}))
+			c.HTTPClient = cleanhttp.DefaultPooledClient() // replaced after Configure
+			resp, err := c.Get(s.URL)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			want, err := time.ParseDuration(delay)
+			require.NoError(t, err)
+			g := s.gaps()
+			require.Len(t, g, 1)
+			assert.GreaterOrEqual(t, g[0], want, "retried %v after a 429 asking for %s", g[0], delay)
+		})
+	}
+}

@@ -111,6 +111,8 @@ func (a *adapter) checkRetry(ctx context.Context, resp *http.Response, err error
 	}
 	if at := a.rec.claim(resp, true); at != nil {
 		at.wait = wait
+	} else {
+		a.waits.Store(resp, wait)
 	}
 	return true, nil
 }

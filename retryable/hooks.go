@@ -21,6 +21,9 @@ func (a *adapter) backoff(_, _ time.Duration, attemptNum int, resp *http.Respons
 	if v, ok := a.rec.live.LoadAndDelete(resp); ok {
 		return v.(*attempt).wait
 	}
+	if v, ok := a.waits.LoadAndDelete(resp); ok {
+		return v.(time.Duration)
+	}
 	// Not recorded (the client's HTTPClient was replaced after
 	// Configure): decide again from the response alone.
 	if resp.Request == nil {
