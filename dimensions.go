@@ -37,21 +37,13 @@ var dimensionSource = [...]string{
 	"x-ratelimit-reset-tokens",
 }
 
-// publishesDimensions reports whether h may carry a dimension, by the
-// fields every such response has: two lookups, so that a response without
-// them costs no more.
-func publishesDimensions(h http.Header) bool {
-	return h["Anthropic-Ratelimit-Requests-Remaining"] != nil || h["Anthropic-Ratelimit-Tokens-Remaining"] != nil ||
-		h["X-Ratelimit-Remaining-Tokens"] != nil
-}
-
 // spentDimension returns the wait until the latest reset of the dimensions
 // h says are spent (remaining 0), and the reset field that gave it; false
-// when none is, or a spent one's reset is invalid.
+// when none is, or a spent one's reset is invalid. On a served response,
+// publishesQuota admits it only by the field each vendor always sends with
+// its dimensions: anthropic-ratelimit-requests-remaining (Anthropic) and
+// x-ratelimit-remaining-requests (OpenAI, Azure OpenAI, Groq).
 func spentDimension(h http.Header, now time.Time) (time.Duration, string, bool) {
-	if !publishesDimensions(h) {
-		return 0, "", false
-	}
 	var wait time.Duration
 	source, ok := "", false
 	for i, d := range dimensions {
