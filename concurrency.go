@@ -105,9 +105,12 @@ func (c *ceiling) refused(level int64, sent, now time.Time, inflight *atomic.Int
 		return true // went above a cap that has fallen since: nothing new
 	}
 	// A send at the cap (or one below, as sends answered together may
-	// be counted out of turn), or above any level served lately, found the
-	// server full. One further below, at a level served at, is the rate's.
-	if level < c.limit-1 && level <= seen {
+	// be counted out of turn), or at or above the levels served lately
+	// (within one, for the same reason), found the server full. One
+	// further below both, at a level served at, is the rate's. (Judging a
+	// send at the highest level served the rate's let refusals at a cap
+	// that had grown past the server's drive the rate to its floor.)
+	if level < c.limit-1 && level < seen-1 {
 		return false
 	}
 	// The cap falls one at a time, once a burst, so that sends counted out
