@@ -90,3 +90,29 @@ func FuzzAWSThrottle(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRefusalInSuccess: any 2xx body, JSON or an event stream, read with
+// PeekSuccess gives a verdict of a known class with a wait never negative,
+// and the body stays whole. The seed corpus is
+// testdata/fuzz/FuzzRefusalInSuccess.
+func FuzzRefusalInSuccess(f *testing.F) {
+	f.Add(true, []byte("event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\"}}\n\n"))
+	f.Add(false, []byte(`{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}],"extensions":{"cost":{"requestedQueryCost":202,"throttleStatus":{"currentlyAvailable":100,"restoreRate":100.0}}}}`))
+	f.Add(false, []byte(`{"errors":[{"type":"RATE_LIMITED"}]}`))
+	classify := successClassifier(DefaultClassifier)
+	f.Fuzz(func(t *testing.T, stream bool, b []byte) {
+		ct := "application/json"
+		if stream {
+			ct = "text/event-stream"
+		}
+		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}}, Body: io.NopCloser(bytes.NewReader(b))}
+		v := classify(nil, resp, nil)
+		if v.Class > Ambiguous || v.Wait < 0 || v.Source == "" && v.Wait != 0 {
+			t.Fatalf("verdict %+v", v)
+		}
+		got, err := io.ReadAll(resp.Body)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("body not whole: %q, %v", got, err)
+		}
+	})
+}

@@ -670,7 +670,7 @@ func TestDesignVendorRulesHaveFixtures(t *testing.T) {
 		tc, ok := fixtureCases[name]
 		require.True(t, ok, name)
 		resp := loadFixture(t, name)
-		v := heed.DefaultClassifier(tc.request(t, t.Context()), resp, nil)
+		v := fixtureClassify(name, tc.request(t, t.Context()), resp)
 		all = append(all, fixture{name, resp, readBody(t, resp), v})
 	}
 	h := func(f fixture, k string) string { return f.resp.Header.Get(k) }
@@ -727,6 +727,12 @@ func TestDesignVendorRulesHaveFixtures(t *testing.T) {
 		}},
 		{"a spent dimension on a served response (Anthropic): delivered", func(f fixture) bool {
 			return f.resp.StatusCode == 200 && h(f, "Anthropic-Ratelimit-Output-Tokens-Remaining") == "0" && f.v.Class == heed.Deliver
+		}},
+		{"a GraphQL throttle on a 200 (Shopify THROTTLED, GitHub RATE_LIMITED): Throttled", func(f fixture) bool {
+			return f.resp.StatusCode == 200 && (strings.Contains(f.body, "THROTTLED") || strings.Contains(f.body, "RATE_LIMITED")) && f.v.Class == heed.Throttled
+		}},
+		{"a stream that opens with an error: its non-stream class", func(f fixture) bool {
+			return f.resp.StatusCode == 200 && strings.HasPrefix(h(f, "Content-Type"), "text/event-stream") && f.v.Class == heed.Throttled
 		}},
 		{"any other AWS 400: Terminal", func(f fixture) bool {
 			return f.resp.StatusCode == 400 && strings.Contains(f.body, `"__type"`) && f.v.Class == heed.Terminal

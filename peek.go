@@ -110,13 +110,36 @@ const classifyPeekTime = 500 * time.Millisecond
 // it returns nil, and resp.Body becomes a body that, read, waits for them
 // and then gives every byte as PeekBody's would: nothing is lost.
 func peekWithin(resp *http.Response, n int, d time.Duration) ([]byte, error) {
+	return peekUntil(resp, n, d, nil)
+}
+
+// peekUntil is peekWithin that also stops reading once enough says the
+// bytes read so far are enough (nil: never), as a stream's first event is.
+func peekUntil(resp *http.Response, n int, d time.Duration, enough func([]byte) bool) ([]byte, error) {
 	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || n <= 0 {
 		return nil, nil
 	}
 	orig := resp.Body
 	done := make(chan peeked, 1)
 	go func() {
-		buf, err := io.ReadAll(io.LimitReader(orig, int64(n)))
+		if enough == nil {
+			buf, err := io.ReadAll(io.LimitReader(orig, int64(n)))
+			done <- peeked{buf, err}
+			return
+		}
+		buf := make([]byte, 0, 512)
+		var err error
+		for len(buf) < n && err == nil && !enough(buf) {
+			if len(buf) == cap(buf) {
+				buf = append(buf, 0)[:len(buf)]
+			}
+			var k int
+			k, err = orig.Read(buf[len(buf):min(cap(buf), n)])
+			buf = buf[:len(buf)+k]
+		}
+		if err == io.EOF {
+			err = nil
+		}
 		done <- peeked{buf, err}
 	}()
 	timer := time.NewTimer(d)

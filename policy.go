@@ -57,6 +57,12 @@ type Policy struct {
 	ScopeFor   func(*http.Request) string
 	Limit      Limit // what the caller knows of the server's limit; heed never exceeds it
 	MaxWaiting int   // the most RoundTrips of a scope waiting to send; one more defers; default DefaultMaxWaiting
+	// PeekSuccess reads the start of a 2xx body (at most 4 KiB, left
+	// whole) for a refusal it hides: a GraphQL throttle (Shopify, GitHub)
+	// or an event stream whose first event is an error (Anthropic,
+	// OpenAI), classified as its non-stream equivalent. Default false: no
+	// 2xx body is read.
+	PeekSuccess bool
 }
 
 // Backoff gives the wait before a retry when the server gave no hint.
@@ -189,6 +195,7 @@ type policy struct {
 	keyHeader   string // canonical form
 	retryUnsafe bool
 	budget      Budget
+	peekSuccess bool
 	public      Policy // the same, as a Policy with every default filled in
 }
 
@@ -244,11 +251,15 @@ func resolve(p Policy, name string) *policy {
 			r.classify = keyedClassifier(r.keyHeader)
 		}
 	}
+	if p.PeekSuccess {
+		r.peekSuccess = true
+		r.classify = successClassifier(r.classify)
+	}
 	r.public = Policy{
 		Name: r.name, MaxAttempts: r.maxAttempts, MaxElapsed: r.maxElapsed, MaxWait: r.maxWait,
 		MinWait: r.minWait, Backoff: r.backoff, Jitter: r.jitter, Reserve: r.reserve,
 		Classify: r.classify, Scope: r.scope, ScopeFor: r.scopeFor, Limit: r.limit, MaxWaiting: r.maxWaiting, KeyHeader: r.keyHeader, RetryUnsafe: r.retryUnsafe,
-		Budget: r.budget,
+		Budget: r.budget, PeekSuccess: r.peekSuccess,
 	}
 	return r
 }

@@ -7,6 +7,7 @@ import "net/http"
 
 // Policy returns the heed.Policy that applies to req through t, a
 // *heed.Transport, with every default filled in; its Scope stays empty
-// when it defaults to the request's host. The retryable adapter uses it to
-// make heed's decisions inside another client.
+// when it defaults to the request's host, and its Classify already reads a
+// 2xx body when PeekSuccess is set. The retryable adapter uses it to make
+// heed's decisions inside another client.
 var Policy func(t http.RoundTripper, req *http.Request) any
