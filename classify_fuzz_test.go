@@ -83,7 +83,7 @@ func shouldRetryTrue(h http.Header) bool {
 // blocks, bodies (JSON or not), methods and idempotency keys, and random
 // transport errors. Properties: no panic; a known class with one of its
 // documented reasons; the same verdict twice; the body read at most 4 KiB,
-// only for 429, 403 and 503, and left whole for the caller with its Close
+// only for 429, 403, 400 (an AWS throttle's code) and 503, and left whole for the caller with its Close
 // reaching the original once; the status table and the should-retry
 // overrides hold.
 func FuzzDefaultClassifier(f *testing.F) {
@@ -95,6 +95,7 @@ func FuzzDefaultClassifier(f *testing.F) {
 	f.Add(503, "Content-Type: application/xml", []byte(`<Error><Code>SlowDown</Code></Error>`), "PUT", false, "")
 	f.Add(500, "Stripe-Should-Retry: false", []byte(`{}`), "POST", true, "")
 	f.Add(400, "x-should-retry: true", []byte(`{}`), "POST", true, "")
+	f.Add(400, "Content-Type: application/x-amz-json-1.0", []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException"}`), "POST", false, "")
 	f.Add(409, "", []byte(`{}`), "POST", true, "")
 	f.Add(200, "Content-Type: application/json", []byte(`{"ok":true}`), "GET", false, "")
 	f.Add(429, "", []byte(`{"error":"insufficient_quota"`), "GET", false, "")
@@ -117,7 +118,7 @@ func FuzzDefaultClassifier(f *testing.F) {
 			t.Fatalf("status %d: read %d bytes of the body", status, cb.read)
 		}
 		peeked := cb.read
-		if peeked > 0 && status != 429 && status != 403 && status != 503 {
+		if peeked > 0 && status != 429 && status != 403 && status != 503 && status != 400 {
 			t.Fatalf("status %d: read the body", status)
 		}
 		// The body is whole for the caller, and closing it closes ours once.
@@ -152,12 +153,12 @@ func FuzzDefaultClassifier(f *testing.F) {
 			}
 		case v.Class == Throttled:
 			switch status {
-			case 429, 403, 503, 529:
+			case 429, 403, 503, 529, 400: // 400: an AWS throttle's code
 			default:
 				t.Fatalf("status %d throttled", status)
 			}
 		case shouldRetryTrue(h):
-			if v != (Verdict{Class: Transient, Reason: "should retry"}) {
+			if v.Class != Transient || v.Reason != "should retry" { // a body's wait, if any, kept
 				t.Fatalf("status %d with should-retry true: %v", status, v)
 			}
 		case status == 503 || status == 529:
