@@ -177,15 +177,13 @@ const maxGateSpread = 20 * time.Millisecond
 //
 // now is the time the send went, which serves when the response publishes
 // nothing; the clock is read when it does.
-func (c *call) done(resp *http.Response, now time.Time, served bool, named resourceAnswer) {
+func (c *call) done(resp *http.Response, now time.Time, served bool) {
 	if !c.taken {
 		return
 	}
 	c.taken = false
 	var q *Quota
-	// A quota of a resource other than the one the send was admitted in
-	// (named a first time) is not this scope's to count.
-	if resp != nil && named != resourceOther && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
+	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
 		now = time.Now()
 		if r, reset, _, ok := quota(resp.Header, now); ok {
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
@@ -226,40 +224,15 @@ func (c *call) heldElsewhere(now, nb time.Time) {
 
 // hold extends the scope's gate to hint after now, at most the Transport's
 // MaxHold; a gate error is logged and ignored.
-func (c *call) hold(now time.Time, hint time.Duration, named resourceAnswer) {
+func (c *call) hold(now time.Time, hint time.Duration) {
 	until := now.Add(min(hint, c.transport.maxHold))
-	switch named {
-	case resourceOther:
-		// The response counted against a resource of its own, named a
-		// first time for this route: hold that one, not this send's.
-		scope := resourceScope(c.baseScope, c.named)
-		local, _, _ := c.transport.scope(c.policy, scope)
-		c.holdScope(local, scope, now, until)
-		return
-	case resourceNone:
-		// A hold that names no resource, in a scope whose server names
-		// some: it is every resource's.
-		for _, name := range c.base.resources.all() {
-			scope := resourceScope(c.baseScope, name)
-			local, _, _ := c.transport.scope(c.policy, scope)
-			c.holdScope(local, scope, now, until)
-		}
-		if c.local != c.base {
-			c.holdScope(c.base, c.baseScope, now, until)
-		}
-	}
-	c.holdScope(c.local, c.scope, now, until)
-}
-
-// holdScope holds scope, whose in-process state is local, until until.
-func (c *call) holdScope(local *scopeLocal, scope string, now, until time.Time) {
-	for held := local.heldUntil.Load(); until.UnixNano() > held; held = local.heldUntil.Load() {
-		if local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
+	for held := c.local.heldUntil.Load(); until.UnixNano() > held; held = c.local.heldUntil.Load() {
+		if c.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
 			break
 		}
 	}
-	local.throttledAt.Store(now.UnixNano())
-	if err := c.transport.gate.Hold(c.ctx, scope, until); err != nil {
+	c.local.throttledAt.Store(now.UnixNano())
+	if err := c.transport.gate.Hold(c.ctx, c.scope, until); err != nil {
 		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 	}
 }

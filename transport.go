@@ -129,15 +129,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	c.local, c.retries, c.known = t.scope(p, c.scope)
-	c.base, c.baseScope = c.local, c.scope
-	if c.local.resources.named.Load() {
-		if name := c.local.resources.of(routeOf(req)); name != "" {
-			// A limit of its own the server named (resource.go): its holds,
-			// quota and pace; the retry budget and Limit stay the scope's.
-			c.scope = resourceScope(c.scope, name)
-			c.local, _, _ = t.scope(p, c.scope)
-		}
-	}
 	c.retries.first(start)
 
 	if p.keyHeader != "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && req.Header.Get(p.keyHeader) == "" {
@@ -169,13 +160,8 @@ type call struct {
 	deadline  rules.Deadline // the time this RoundTrip may spend
 	retries   *retryBudget   // the scope's retry budget; nil: none
 	local     *scopeLocal    // what this Transport keeps of the scope
-	// base and baseScope are the scope before a resource the server named
-	// (resource.go) made one of its own; base learns the resources
-	base      *scopeLocal
-	baseScope string
-	named     string    // the resource the last response named, when resourceOther
-	known     *known    // the policy's Limit in the scope; nil: none
-	slotAt    time.Time // when the current send took a Limit slot; zero: none
+	known     *known         // the policy's Limit in the scope; nil: none
+	slotAt    time.Time      // when the current send took a Limit slot; zero: none
 	// ceilingHeld: the current send holds a slot under the learned cap
 	ceilingHeld bool
 	spared      int // refusals for the sends in flight, not counted as attempts
@@ -206,20 +192,20 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		if c.known != nil {
 			if sent, err = c.passLimit(attempt, sent); err != nil {
-				c.done(nil, sent, false, resourceSame)
+				c.done(nil, sent, false)
 				return nil, err
 			}
 		}
 		if c.local.limiter.ceil.on.Load() {
 			if sent, err = c.passCeiling(attempt, sent); err != nil {
-				c.done(nil, sent, false, resourceSame)
+				c.done(nil, sent, false)
 				c.releaseSlot(nil)
 				return nil, err
 			}
 		}
 		out, err := c.request(attempt)
 		if err != nil {
-			c.done(nil, sent, false, resourceSame)
+			c.done(nil, sent, false)
 			c.releaseSlot(nil)
 			c.wentCeiling(false)
 			return c.replayFailed(attempt, err)
@@ -234,7 +220,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			var de *DeferredError
 			if resp, de = check.finish(resp, err); de != nil {
 				// Deferred before a byte of it was written.
-				c.done(nil, sent, false, resourceSame)
+				c.done(nil, sent, false)
 				c.releaseSlot(nil)
 				c.outAt = time.Time{}
 				c.local.limiter.release(time.Now(), sent, 0) // level 0: unsent, it teaches the cap nothing
@@ -251,8 +237,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			c.status = resp.StatusCode
 		}
 		v := p.classify(out, resp, err)
-		named := c.learnResource(resp)
-		c.done(resp, sent, resp != nil && v.Class != Throttled, named)
+		c.done(resp, sent, resp != nil && v.Class != Throttled)
 
 		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
 		if c.transport.observe != nil {
@@ -283,7 +268,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			hint = max(hint, p.minWait)
 		}
 		if v.Class == Throttled && hinted {
-			c.hold(now, hint, named)
+			c.hold(now, hint)
 		}
 		c.outAt = time.Time{}
 		capped := c.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
