@@ -39,10 +39,11 @@ var dimensionSource = [...]string{
 
 // spentDimension returns the wait until the latest reset of the dimensions
 // h says are spent (remaining 0), and the reset field that gave it; false
-// when none is, or a spent one's reset is invalid. On a served response,
+// when none is, or a spent one's reset is invalid. Read for a quota,
 // publishesQuota admits it only by the field each vendor always sends with
 // its dimensions: anthropic-ratelimit-requests-remaining (Anthropic) and
-// x-ratelimit-remaining-requests (OpenAI, Azure OpenAI, Groq).
+// x-ratelimit-remaining-requests (OpenAI, Azure OpenAI, Groq). The quota
+// it makes holds the scope until its reset (call.done).
 func spentDimension(h http.Header, now time.Time) (time.Duration, string, bool) {
 	var wait time.Duration
 	source, ok := "", false
@@ -69,4 +70,15 @@ func parseTimeReset(s string, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return until(t, now)
+}
+
+// spentDimensionSource reports whether source, as quota names it, is a
+// spent dimension's reset.
+func spentDimensionSource(source string) bool {
+	for _, s := range dimensionSource {
+		if s == source {
+			return true
+		}
+	}
+	return false
 }

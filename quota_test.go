@@ -2,6 +2,7 @@ package heed_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -463,4 +464,34 @@ func TestDesignPublishedQuotaWithAPlainGate(t *testing.T) {
 		require.Len(t, s, 2)
 		assert.GreaterOrEqual(t, s[1].at.Sub(start), 5*time.Second)
 	})
+}
+
+// TestSpentDimensionHoldsPastAnEarlierReset: a dimension spent until its
+// reset (tokens, 30 s) holds the scope that long, though the gate already
+// knows an earlier reset (the requests', 1 s) for the same scope.
+func TestSpentDimensionHoldsPastAnEarlierReset(t *testing.T) {
+	for _, tokensReset := range []string{"30s", "6m0s"} {
+		t.Run(tokensReset, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := script(
+					reply{status: 200, header: hdr("X-Ratelimit-Remaining-Requests", "100", "X-Ratelimit-Reset-Requests", "1s",
+						"X-Ratelimit-Remaining-Tokens", "5000", "X-Ratelimit-Reset-Tokens", "1s")},
+					reply{status: 200, header: hdr("X-Ratelimit-Remaining-Requests", "99", "X-Ratelimit-Reset-Requests", "1s",
+						"X-Ratelimit-Remaining-Tokens", "0", "X-Ratelimit-Reset-Tokens", tokensReset)},
+					reply{status: 200})
+				tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1}))
+				for range 2 {
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "https://api.openai.com/v1/chat/completions", nil))
+					require.NoError(t, err)
+					require.NoError(t, resp.Body.Close())
+				}
+				time.Sleep(2 * time.Second)
+				ctx := withDeadline(t, t.Context(), time.Second)
+				_, err := tr.RoundTrip(newRequest(t, ctx, "POST", "https://api.openai.com/v1/chat/completions", nil))
+				var de *heed.DeferredError
+				assert.True(t, errors.As(err, &de), "tokens spent until their reset: %v", err)
+				assert.Len(t, rt.requests(), 2, "nothing sent before the tokens' reset")
+			})
+		})
+	}
 }

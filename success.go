@@ -29,15 +29,22 @@ func successClassifier(inner Classifier) Classifier {
 	}
 }
 
-// refusalInSuccess reads a 2xx body that may hide a refusal: a JSON body
-// (GraphQL) or an event stream's first event. Any other body is not read.
+// refusalInSuccess reads a 2xx body that may hide a refusal: a JSON
+// document (application/json or application/graphql-response+json, a
+// GraphQL answer) or an event stream's first event. Any other body is not
+// read: a stream of JSON lines (application/x-ndjson, …+json-seq) would be
+// held, and a stream whose bytes are encoded (a Content-Encoding the caller
+// asked for) cannot be told into events as it comes.
 func refusalInSuccess(resp *http.Response) (Verdict, bool) {
-	ct := respContentType(resp)
-	switch {
-	case strings.HasPrefix(ct, "text/event-stream"):
+	media, _, _ := strings.Cut(respContentType(resp), ";")
+	switch strings.TrimSpace(media) {
+	case "text/event-stream":
+		if e := resp.Header["Content-Encoding"]; len(e) > 0 && !strings.EqualFold(strings.TrimSpace(e[0]), "identity") {
+			return Verdict{}, false
+		}
 		b, _ := peekUntil(resp, classifyPeekLimit, classifyPeekTime, firstEventRead)
 		return streamError(firstEvent(b))
-	case strings.Contains(ct, "json"):
+	case "application/json", "application/graphql-response+json":
 		b, _ := peekWithin(resp, classifyPeekLimit, classifyPeekTime)
 		return graphQLThrottle(b)
 	}
@@ -104,17 +111,18 @@ func graphQLThrottle(b []byte) (Verdict, bool) {
 }
 
 // firstEventRead reports whether b holds an event stream's first whole
-// event: a blank line ends it.
+// event.
 func firstEventRead(b []byte) bool {
-	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\r\n\r\n")) || bytes.Contains(b, []byte("\r\r"))
+	_, _, ok := firstEvent(b)
+	return ok
 }
 
 // firstEvent returns the event name and the data of an event stream's first
-// event in b, or false when b holds no whole event. Comment lines and
-// fields other than event and data are passed over; data lines are joined
-// with "\n", as the HTML standard says.
+// event in b, or false when b holds no whole event. As the HTML standard
+// dispatches events, a blank line ends one only when it has data: a block
+// of comments (": ping", a proxy's keep-alive) or of other fields is passed
+// over. Data lines are joined with "\n".
 func firstEvent(b []byte) (name, data string, ok bool) {
-	var lines []string
 	var datas []string
 	for len(b) > 0 {
 		i := bytes.IndexAny(b, "\r\n")
@@ -127,12 +135,12 @@ func firstEvent(b []byte) (name, data string, ok bool) {
 		}
 		b = b[i+1:]
 		if line == "" {
-			if len(lines) == 0 {
-				continue // blank lines before the first field
+			if len(datas) > 0 {
+				return name, strings.Join(datas, "\n"), true
 			}
-			return name, strings.Join(datas, "\n"), true
+			name = "" // a block with no data dispatches nothing
+			continue
 		}
-		lines = append(lines, line)
 		field, value, _ := strings.Cut(line, ":")
 		value = strings.TrimPrefix(value, " ")
 		switch field {

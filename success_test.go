@@ -52,6 +52,11 @@ func TestPeekSuccessClassifies(t *testing.T) {
 		{"a first event cut short", sse, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}", ok},
 		{"a named event with an error member", sse, "event: message_delta\ndata: {\"type\":\"message_delta\",\"error\":{\"type\":\"overloaded_error\"}}\n\n", ok},
 		{"HTML is not read", "text/html", `{"errors":[{"type":"RATE_LIMITED"}]}`, ok},
+		{"NDJSON is not read", "application/x-ndjson", `{"errors":[{"type":"RATE_LIMITED"}]}`, ok},
+		{"GraphQL's own media type", "application/graphql-response+json", `{"errors":[{"type":"RATE_LIMITED"}]}`, heed.Verdict{Class: heed.Throttled, Reason: "rate limited"}},
+		{"a comment block before the error", sse, ": OPENROUTER PROCESSING\n\ndata: {\"error\":{\"message\":\"Rate limit reached\",\"code\":\"rate_limit_exceeded\"}}\n\n", heed.Verdict{Class: heed.Throttled, Reason: "rate limited"}},
+		{"an event with no data before the error", sse, "event: ping\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n", heed.Verdict{Class: heed.Throttled, Reason: "overloaded"}},
+		{"blank lines first", sse, "\n\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n", heed.Verdict{Class: heed.Throttled, Reason: "overloaded"}},
 	}
 	classify := peekSuccess(t)
 	for _, tt := range tests {
@@ -123,6 +128,51 @@ func TestStreamThatOpensWithAnError(t *testing.T) {
 				b, err := io.ReadAll(resp.Body)
 				require.NoError(t, err)
 				assert.Equal(t, "event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", string(b))
+				require.NoError(t, resp.Body.Close())
+			})
+		})
+	}
+}
+
+// TestStreamsNotHeld: a stream PeekSuccess does not read as events (JSON
+// lines, or an event stream encoded as the caller asked) is handed over at
+// once, and its first bytes reach the caller as they come.
+func TestStreamsNotHeld(t *testing.T) {
+	for _, tt := range []struct {
+		name, ct, encoding string
+	}{
+		{"NDJSON", "application/x-ndjson", ""},
+		{"JSON sequence", "application/json-seq", ""},
+		{"a gzip event stream", "text/event-stream", "gzip"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				pr, pw := io.Pipe()
+				go func() { _, _ = io.WriteString(pw, "first bytes\n") }()
+				h := hdr("Content-Type", tt.ct)
+				if tt.encoding != "" {
+					h.Set("Content-Encoding", tt.encoding)
+				}
+				tr := heed.New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					return &http.Response{StatusCode: 200, Header: h, Body: pr, Request: r}, nil
+				}), heed.WithPolicy(heed.Policy{PeekSuccess: true}))
+				start := time.Now()
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "http://localhost:11434/api/generate", nil))
+				require.NoError(t, err)
+				assert.Zero(t, time.Since(start), "handed over at once")
+				got := make(chan int, 1)
+				go func() {
+					n, _ := resp.Body.Read(make([]byte, 1024))
+					got <- n
+				}()
+				synctest.Wait()
+				select {
+				case n := <-got:
+					assert.Positive(t, n)
+				default:
+					t.Error("the first bytes, already sent, are withheld")
+				}
+				_ = pw.Close()
 				require.NoError(t, resp.Body.Close())
 			})
 		})
