@@ -31,44 +31,44 @@ const maxResourceRoutes = 256
 // resources is what a scope knows of its server-named limits.
 type resources struct {
 	named  atomic.Bool // some route counts against a resource of its own
-	mu     sync.Mutex
-	routes map[string]string // route (routeOf) → resource other than the default
-	seen   map[string]bool   // every resource other than the default met
+	mu     sync.RWMutex
+	routes map[route]string // route → resource other than the default
+	seen   map[string]bool  // every resource other than the default met
 }
 
 // of returns the resource the requests of route count against, "" for the
 // scope's own.
-func (r *resources) of(route string) string {
+func (r *resources) of(rt route) string {
 	if !r.named.Load() {
 		return ""
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.routes[route]
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.routes[rt]
 }
 
-// learn records that route's requests count against name ("": the scope's
+// learn records that rt's requests count against name ("": the scope's
 // own), and reports whether it is recorded: false past maxResourceRoutes.
-func (r *resources) learn(route, name string) bool {
+func (r *resources) learn(rt route, name string) bool {
 	if name == "" && !r.named.Load() {
 		return true
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.routes[route] == name {
+	if r.routes[rt] == name {
 		return true
 	}
 	if name == "" {
-		delete(r.routes, route)
+		delete(r.routes, rt)
 		return true
 	}
 	if r.routes == nil {
-		r.routes, r.seen = make(map[string]string), make(map[string]bool)
+		r.routes, r.seen = make(map[route]string), make(map[string]bool)
 	}
-	if _, known := r.routes[route]; !known && len(r.routes) >= maxResourceRoutes {
+	if _, known := r.routes[rt]; !known && len(r.routes) >= maxResourceRoutes {
 		return false
 	}
-	r.routes[route] = name
+	r.routes[rt] = name
 	r.seen[name] = true
 	r.named.Store(true)
 	return true
@@ -79,8 +79,8 @@ func (r *resources) all() []string {
 	if !r.named.Load() {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	names := make([]string, 0, len(r.seen))
 	for n := range r.seen {
 		names = append(names, n)
@@ -101,11 +101,15 @@ func resourceOf(resp *http.Response) string {
 	return strings.TrimSpace(v[0])
 }
 
-// routeOf names the route of req that a resource is learned for: its
-// method and path, as GitHub's resources go by endpoint, some of them by
-// repository (code_scanning_upload for one repository's uploads).
-func routeOf(req *http.Request) string {
-	return req.Method + " " + req.URL.Path
+// route is what a resource is learned for: a request's method and path,
+// as GitHub's resources go by endpoint, some of them by repository
+// (code_scanning_upload, for one repository's uploads). A struct, so that
+// looking one up builds no string.
+type route struct{ method, path string }
+
+// routeOf returns the route of req.
+func routeOf(req *http.Request) route {
+	return route{req.Method, req.URL.Path}
 }
 
 // resourceScope is the scope of resource name within scope, as
