@@ -177,7 +177,7 @@ const maxGateSpread = 20 * time.Millisecond
 //
 // now is the time the send went, which serves when the response publishes
 // nothing; the clock is read when it does.
-func (c *call) done(resp *http.Response, now time.Time, served bool, answer resourceAnswer) {
+func (c *call) done(resp *http.Response, now time.Time, served bool) {
 	if !c.taken {
 		return
 	}
@@ -185,16 +185,12 @@ func (c *call) done(resp *http.Response, now time.Time, served bool, answer reso
 	var q *Quota
 	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
 		now = time.Now()
-		r, reset, source, ok := quota(resp.Header, now)
-		switch {
-		case ok && (spentDimensionSource(source) || answer == resourceOther && r == 0):
+		if r, reset, source, ok := quota(resp.Header, now); ok && spentDimensionSource(source) {
 			// A spent dimension (dimensions.go) is a hold until its reset:
 			// a gate keeps a quota's earliest reset, and the requests'
-			// may come well before the tokens'. So is another resource's
-			// spent quota (resource.go): that resource's, not this one's.
-			local, scope := c.resourceTarget(answer)
-			c.holdScope(local, scope, now, now.Add(min(reset, c.transport.maxHold)))
-		case ok && answer != resourceOther:
+			// may come well before the tokens'.
+			c.hold(now, reset)
+		} else if ok {
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
 			if !c.local.published.Load() {
 				c.local.published.Store(true)
@@ -233,31 +229,15 @@ func (c *call) heldElsewhere(now, nb time.Time) {
 
 // hold extends the scope's gate to hint after now, at most the Transport's
 // MaxHold; a gate error is logged and ignored.
-func (c *call) hold(now time.Time, hint time.Duration, answer resourceAnswer) {
+func (c *call) hold(now time.Time, hint time.Duration) {
 	until := now.Add(min(hint, c.transport.maxHold))
-	if answer == resourceNone {
-		// A hold that names no resource, in a scope whose server names
-		// some: it is every resource's.
-		for _, name := range c.base.resources.all() {
-			scope := resourceScope(c.baseScope, name)
-			local, _, _ := c.transport.scope(c.policy, scope)
-			c.holdScope(local, scope, now, until)
-		}
-		c.holdScope(c.base, c.baseScope, now, until)
-	}
-	local, scope := c.resourceTarget(answer)
-	c.holdScope(local, scope, now, until)
-}
-
-// holdScope holds scope, whose in-process state is local, until until.
-func (c *call) holdScope(local *scopeLocal, scope string, now, until time.Time) {
-	for held := local.heldUntil.Load(); until.UnixNano() > held; held = local.heldUntil.Load() {
-		if local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
+	for held := c.local.heldUntil.Load(); until.UnixNano() > held; held = c.local.heldUntil.Load() {
+		if c.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
 			break
 		}
 	}
-	local.throttledAt.Store(now.UnixNano())
-	if err := c.transport.gate.Hold(c.ctx, scope, until); err != nil {
+	c.local.throttledAt.Store(now.UnixNano())
+	if err := c.transport.gate.Hold(c.ctx, c.scope, until); err != nil {
 		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 	}
 }

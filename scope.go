@@ -20,9 +20,6 @@ type scopeLocal struct {
 	// published: a response of the scope published a quota, whose reset
 	// the gate may answer as a wait
 	published atomic.Bool
-	// resources: the limits of its own the server names for some of the
-	// scope's routes (resource.go)
-	resources resources
 }
 
 // scope returns the in-process state of scope, p's retry budget in it

@@ -129,16 +129,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	c.local, c.retries, c.known = t.scope(p, c.scope)
-	c.base, c.baseScope = c.local, c.scope
-	if c.local.resources.named.Load() {
-		if name := c.local.resources.of(routeOf(req)); name != "" {
-			// A limit of its own the server named for this route
-			// (resource.go): its holds, quota and pace; the retry budget
-			// and Limit stay the scope's.
-			c.next = name
-			c.moveResource()
-		}
-	}
 	c.retries.first(start)
 
 	if p.keyHeader != "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && req.Header.Get(p.keyHeader) == "" {
@@ -170,15 +160,8 @@ type call struct {
 	deadline  rules.Deadline // the time this RoundTrip may spend
 	retries   *retryBudget   // the scope's retry budget; nil: none
 	local     *scopeLocal    // what this Transport keeps of the scope
-	// base and baseScope are the scope before a resource the server named
-	// (resource.go) gave the call one of its own: resource ("" for none);
-	// next is the one the last answer moved it to
-	base      *scopeLocal
-	baseScope string
-	resource  string
-	next      string
-	known     *known    // the policy's Limit in the scope; nil: none
-	slotAt    time.Time // when the current send took a Limit slot; zero: none
+	known     *known         // the policy's Limit in the scope; nil: none
+	slotAt    time.Time      // when the current send took a Limit slot; zero: none
 	// ceilingHeld: the current send holds a slot under the learned cap
 	ceilingHeld bool
 	spared      int // refusals for the sends in flight, not counted as attempts
@@ -209,20 +192,20 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		if c.known != nil {
 			if sent, err = c.passLimit(attempt, sent); err != nil {
-				c.done(nil, sent, false, resourceSame)
+				c.done(nil, sent, false)
 				return nil, err
 			}
 		}
 		if c.local.limiter.ceil.on.Load() {
 			if sent, err = c.passCeiling(attempt, sent); err != nil {
-				c.done(nil, sent, false, resourceSame)
+				c.done(nil, sent, false)
 				c.releaseSlot(nil)
 				return nil, err
 			}
 		}
 		out, err := c.request(attempt)
 		if err != nil {
-			c.done(nil, sent, false, resourceSame)
+			c.done(nil, sent, false)
 			c.releaseSlot(nil)
 			c.wentCeiling(false)
 			return c.replayFailed(attempt, err)
@@ -237,7 +220,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			var de *DeferredError
 			if resp, de = check.finish(resp, err); de != nil {
 				// Deferred before a byte of it was written.
-				c.done(nil, sent, false, resourceSame)
+				c.done(nil, sent, false)
 				c.releaseSlot(nil)
 				c.outAt = time.Time{}
 				c.local.limiter.release(time.Now(), sent, 0) // level 0: unsent, it teaches the cap nothing
@@ -254,8 +237,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			c.status = resp.StatusCode
 		}
 		v := p.classify(out, resp, err)
-		answer := c.answerResource(resp)
-		c.done(resp, sent, resp != nil && v.Class != Throttled, answer)
+		c.done(resp, sent, resp != nil && v.Class != Throttled)
 
 		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
 		if c.transport.observe != nil {
@@ -286,18 +268,10 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			hint = max(hint, p.minWait)
 		}
 		if v.Class == Throttled && hinted {
-			c.hold(now, hint, answer)
+			c.hold(now, hint)
 		}
 		c.outAt = time.Time{}
-		var capped bool
-		if answer == resourceOther {
-			// Refused, if at all, for another resource's limit: it teaches
-			// this one's pace nothing. The retries go in that resource.
-			c.local.limiter.release(now, sent, level)
-			c.moveResource()
-		} else {
-			capped = c.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
-		}
+		capped := c.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
 		if capped && p.maxAttempts > 1 && c.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not
 			// run: it does not use up an attempt, up to MaxAttempts of them.
