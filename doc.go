@@ -16,11 +16,12 @@
 //   - The send (transport.go, wire.go, body.go, key.go): it goes, with its
 //     own copy of the body and an idempotency key when it needs one,
 //     checked against the scope's hold again once its connection is ready.
-//   - Classification (classify.go, classify_error.go, peek.go): the
-//     response or error is delivered, retried, or given up on; a response
-//     not delivered is drained and closed (discard.go).
-//   - Hints (hint.go, httpdate.go, quota.go): the response says how long to
-//     wait, and what quota its scope has left.
+//   - Classification (classify.go, classify_error.go, forbidden.go,
+//     awsthrottle.go, bodyhint.go, success.go, peek.go): the response or
+//     error is delivered, retried, or given up on; a response not delivered
+//     is drained and closed (discard.go).
+//   - Hints (hint.go, httpdate.go, quota.go, dimensions.go): the response
+//     says how long to wait, and what quota its scope has left.
 //   - The deadline decision (internal/rules/deadline.go, deferred.go): a wait
 //     that fits the caller's remaining time is slept; one that does not
 //     returns a *DeferredError at once.
