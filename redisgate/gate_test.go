@@ -94,8 +94,9 @@ func TestHoldExpires(t *testing.T) {
 	g.margin = 50 * time.Millisecond
 	ctx := t.Context()
 	// hold holds s until until, and wants its key to expire at until plus
-	// the margin, give or take the latency of the calls.
-	hold := func(until, expires time.Time) {
+	// the margin, give or take the latency of the calls; it returns when
+	// the key expires, as read.
+	hold := func(until time.Time) time.Time {
 		t.Helper()
 		start := time.Now()
 		require.NoError(t, g.Hold(ctx, "s", until))
@@ -104,15 +105,23 @@ func TestHoldExpires(t *testing.T) {
 		ttl, err := g.client.PTTL(ctx, g.key("s")).Result()
 		require.NoError(t, err)
 		after := time.Now()
-		at := expires.Add(g.margin)
+		at := until.Add(g.margin)
 		assert.GreaterOrEqual(t, ttl, at.Sub(after)-2*time.Millisecond, "no sooner than the hold and the margin")
 		assert.LessOrEqual(t, ttl, at.Sub(before)+took+2*time.Millisecond, "nor much later")
+		return after.Add(ttl)
 	}
 	until := time.Now().Add(time.Second)
-	hold(until, until)
+	hold(until)
 	later := until.Add(500 * time.Millisecond)
-	hold(later, later)
-	hold(until, later) // a shorter hold changes nothing
+	expires := hold(later)
+	// A shorter hold changes nothing: the key expires when the longer
+	// one's does (to the millisecond PTTL counts in, and the two reads).
+	require.NoError(t, g.Hold(ctx, "s", until))
+	before := time.Now()
+	ttl, err := g.client.PTTL(ctx, g.key("s")).Result()
+	require.NoError(t, err)
+	after := time.Now()
+	assert.WithinDuration(t, expires, before.Add(ttl), after.Sub(before)+2*time.Millisecond, "a shorter hold changes nothing")
 
 	time.Sleep(time.Until(later.Add(20 * time.Millisecond)))
 	nb, err := g.NotBefore(ctx, "s")
@@ -126,7 +135,7 @@ func TestHoldExpires(t *testing.T) {
 	// With no hold, no quota and nothing in flight, the key stays only
 	// for the inferred quota: the episode that began at the hold's end is
 	// measured for two seconds.
-	ttl, err := g.client.PTTL(ctx, g.key("s")).Result()
+	ttl, err = g.client.PTTL(ctx, g.key("s")).Result()
 	require.NoError(t, err)
 	assert.InDelta(t, time.Until(later.Add(2*time.Second+g.margin)).Seconds(), ttl.Seconds(), 0.05)
 	off := newGate(t, s, WithInferredQuota(false), WithPrefix("off:"))
@@ -144,7 +153,7 @@ func TestHoldExpires(t *testing.T) {
 
 	// Left alone, a key expires at the margin after its hold.
 	until = time.Now().Add(500 * time.Millisecond)
-	hold(until, until)
+	hold(until)
 	time.Sleep(time.Until(until.Add(g.margin + 20*time.Millisecond)))
 	n, err = g.client.Exists(ctx, g.key("s")).Result()
 	require.NoError(t, err)
