@@ -7,7 +7,6 @@ package heed
 import (
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -76,8 +75,8 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // longer) or x-rate-limit-reset (x-rate-limit-remaining 0: X, Zendesk), a
 // Unix time when above half of now's Unix time, else seconds; else the
 // latest reset of a spent dimension (dimensions.go: Anthropic's
-// anthropic-ratelimit-*, OpenAI's tokens). An invalid, negative, overlong (128 bytes) or
-// conflicting header gives no hint. Hint does not allocate.
+// anthropic-ratelimit-*, OpenAI's tokens). An invalid, negative, overlong
+// (128 bytes) or conflicting header gives no hint. Hint does not allocate.
 func Hint(resp *http.Response, now time.Time) (wait time.Duration, source string, ok bool) {
 	if resp == nil {
 		return 0, "", false
@@ -155,16 +154,15 @@ func parseSecondsCeil(s string) (time.Duration, bool) {
 // else, a sign or an exponent included, and for a wait beyond a Duration.
 func parseFractionalSeconds(s string) (time.Duration, bool) {
 	whole, frac, dotted := strings.Cut(s, ".")
-	if whole == "" || dotted && (frac == "" || len(frac) > 9) || !allDigits(whole) || !allDigits(frac) {
-		return 0, false
-	}
-	secs, err := strconv.ParseInt(whole, 10, 64)
-	if err != nil || secs > maxWholeSeconds {
+	secs, ok := parseDigits(whole)
+	if !ok || secs > maxWholeSeconds || dotted && len(frac) > 9 {
 		return 0, false
 	}
 	var nanos int64
-	if frac != "" {
-		nanos, _ = strconv.ParseInt(frac, 10, 64)
+	if dotted {
+		if nanos, ok = parseDigits(frac); !ok {
+			return 0, false
+		}
 		for range 9 - len(frac) {
 			nanos *= 10
 		}
@@ -173,16 +171,6 @@ func parseFractionalSeconds(s string) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(secs*int64(time.Second) + nanos), true
-}
-
-// allDigits reports whether s holds only ASCII digits ("" does).
-func allDigits(s string) bool {
-	for i := range len(s) {
-		if !isDigit(s[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // singleField returns the value of a field that must appear once: ok is

@@ -122,14 +122,9 @@ func peekUntil(resp *http.Response, n int, d time.Duration, enough func([]byte) 
 	orig := resp.Body
 	done := make(chan peeked, 1)
 	go func() {
-		if enough == nil {
-			buf, err := io.ReadAll(io.LimitReader(orig, int64(n)))
-			done <- peeked{buf, err}
-			return
-		}
-		buf := make([]byte, 0, 512)
+		buf := make([]byte, 0, min(n, 512))
 		var err error
-		for len(buf) < n && err == nil && !enough(buf) {
+		for len(buf) < n && err == nil && (enough == nil || !enough(buf)) {
 			if len(buf) == cap(buf) {
 				buf = append(buf, 0)[:len(buf)]
 			}
