@@ -185,12 +185,13 @@ func (c *call) done(resp *http.Response, now time.Time, served bool) {
 	var q *Quota
 	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
 		now = time.Now()
-		if r, reset, source, ok := quota(resp.Header, now); ok && spentDimensionSource(source) {
-			// A spent dimension (dimensions.go) is a hold until its reset:
-			// a gate keeps a quota's earliest reset, and the requests'
-			// may come well before the tokens'.
-			c.hold(now, reset)
-		} else if ok {
+		if wait, _, spent := spentDimension(resp.Header, now); spent {
+			// A spent dimension (dimensions.go) is a hold until its reset,
+			// not a quota: a gate keeps a quota's earliest reset, and the
+			// requests' may come well before the tokens'.
+			c.hold(now, wait)
+		}
+		if r, reset, _, ok := quota(resp.Header, now); ok {
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
 			if !c.local.published.Load() {
 				c.local.published.Store(true)

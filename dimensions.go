@@ -13,6 +13,7 @@ import (
 // dimension is a remaining count and the field that says when it resets.
 type dimension struct {
 	remaining, reset string // canonical header keys
+	source           string // the reset field, as a wait's source names it
 	parse            func(string, time.Time) (time.Duration, bool)
 }
 
@@ -21,20 +22,11 @@ type dimension struct {
 // OpenAI's tokens beside its requests (x-ratelimit-*-tokens; resets such as
 // "6m0s" or "20ms"), which Azure OpenAI and Groq send alike.
 var dimensions = [...]dimension{
-	{"Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset", parseTimeReset},
-	{"Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset", parseTimeReset},
-	{"Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset", parseTimeReset},
-	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset", parseTimeReset},
-	{"X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens", parseDurationReset},
-}
-
-// Sources of a quota or hint from a dimension, by its reset field's name.
-var dimensionSource = [...]string{
-	"anthropic-ratelimit-requests-reset",
-	"anthropic-ratelimit-tokens-reset",
-	"anthropic-ratelimit-input-tokens-reset",
-	"anthropic-ratelimit-output-tokens-reset",
-	"x-ratelimit-reset-tokens",
+	{"Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset", "anthropic-ratelimit-requests-reset", parseTimeReset},
+	{"Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset", "anthropic-ratelimit-tokens-reset", parseTimeReset},
+	{"Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset", "anthropic-ratelimit-input-tokens-reset", parseTimeReset},
+	{"Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset", "anthropic-ratelimit-output-tokens-reset", parseTimeReset},
+	{"X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens", "x-ratelimit-reset-tokens", parseDurationReset},
 }
 
 // spentDimension returns the wait until the latest reset of the dimensions
@@ -42,12 +34,12 @@ var dimensionSource = [...]string{
 // when none is, or a spent one's reset is invalid. Read for a quota,
 // publishesQuota admits it only by the field each vendor always sends with
 // its dimensions: anthropic-ratelimit-requests-remaining (Anthropic) and
-// x-ratelimit-remaining-requests (OpenAI, Azure OpenAI, Groq). The quota
-// it makes holds the scope until its reset (call.done).
+// x-ratelimit-remaining-requests (OpenAI, Azure OpenAI, Groq); it holds
+// the scope until its reset (call.done).
 func spentDimension(h http.Header, now time.Time) (time.Duration, string, bool) {
 	var wait time.Duration
 	source, ok := "", false
-	for i, d := range dimensions {
+	for _, d := range dimensions {
 		if rem, state := remainingField(h, d.remaining); state != remainingValid || rem != 0 {
 			continue
 		}
@@ -56,7 +48,7 @@ func spentDimension(h http.Header, now time.Time) (time.Duration, string, bool) 
 			continue
 		}
 		if r, valid := d.parse(v, now); valid && (!ok || r > wait) {
-			wait, source, ok = r, dimensionSource[i], true
+			wait, source, ok = r, d.source, true
 		}
 	}
 	return wait, source, ok
@@ -70,15 +62,4 @@ func parseTimeReset(s string, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return until(t, now)
-}
-
-// spentDimensionSource reports whether source, as quota names it, is a
-// spent dimension's reset.
-func spentDimensionSource(source string) bool {
-	for _, s := range dimensionSource {
-		if s == source {
-			return true
-		}
-	}
-	return false
 }

@@ -42,6 +42,10 @@ func TestSpentDimension(t *testing.T) {
 	}
 }
 
+// TestQuotaWithDimensions: a response that publishes dimensions gives its
+// requests' quota (quota), and, when a dimension is spent, a hold until the
+// latest spent one's reset (spentDimension); a served response is read by
+// the field each vendor sends with its dimensions.
 func TestQuotaWithDimensions(t *testing.T) {
 	at := func(d time.Duration) string { return raNow.Add(d).Format(time.RFC3339) }
 	for _, tt := range []struct {
@@ -49,26 +53,30 @@ func TestQuotaWithDimensions(t *testing.T) {
 		header    http.Header
 		remaining int64
 		reset     time.Duration
-		source    string
+		source    string // quota's; "": none
+		hold      time.Duration
+		holdFrom  string // spentDimension's; "": none
 	}{
-		{"Anthropic requests", raHeader("anthropic-ratelimit-requests-remaining", "49", "anthropic-ratelimit-requests-reset", at(time.Minute), "anthropic-ratelimit-tokens-remaining", "38000", "anthropic-ratelimit-tokens-reset", at(2*time.Second)), 49, time.Minute, "anthropic-ratelimit-requests-remaining"},
-		{"Anthropic tokens spent: 0 until their reset", raHeader("anthropic-ratelimit-requests-remaining", "49", "anthropic-ratelimit-requests-reset", at(time.Minute), "anthropic-ratelimit-tokens-remaining", "0", "anthropic-ratelimit-tokens-reset", at(2*time.Second)), 0, 2 * time.Second, "anthropic-ratelimit-tokens-reset"},
-		{"requests spent later than tokens: the later", raHeader("anthropic-ratelimit-requests-remaining", "0", "anthropic-ratelimit-requests-reset", at(time.Minute), "anthropic-ratelimit-tokens-remaining", "0", "anthropic-ratelimit-tokens-reset", at(2*time.Second)), 0, time.Minute, "anthropic-ratelimit-requests-remaining"},
-		{"OpenAI tokens spent", raHeader("x-ratelimit-remaining-requests", "59", "x-ratelimit-reset-requests", "1s", "x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "6m0s"), 0, 6 * time.Minute, "x-ratelimit-reset-tokens"},
-		{"OpenAI tokens left", raHeader("x-ratelimit-remaining-requests", "59", "x-ratelimit-reset-requests", "1s", "x-ratelimit-remaining-tokens", "100", "x-ratelimit-reset-tokens", "6m0s"), 59, time.Second, "x-ratelimit-remaining-requests"},
-		{"a spent dimension alone", raHeader("x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "20ms"), 0, 20 * time.Millisecond, "x-ratelimit-reset-tokens"},
+		{"Anthropic requests", raHeader("anthropic-ratelimit-requests-remaining", "49", "anthropic-ratelimit-requests-reset", at(time.Minute), "anthropic-ratelimit-tokens-remaining", "38000", "anthropic-ratelimit-tokens-reset", at(2*time.Second)), 49, time.Minute, "anthropic-ratelimit-requests-remaining", 0, ""},
+		{"Anthropic tokens spent: held until their reset", raHeader("anthropic-ratelimit-requests-remaining", "49", "anthropic-ratelimit-requests-reset", at(time.Minute), "anthropic-ratelimit-tokens-remaining", "0", "anthropic-ratelimit-tokens-reset", at(2*time.Second)), 49, time.Minute, "anthropic-ratelimit-requests-remaining", 2 * time.Second, "anthropic-ratelimit-tokens-reset"},
+		{"requests spent later than tokens: held to the later", raHeader("anthropic-ratelimit-requests-remaining", "0", "anthropic-ratelimit-requests-reset", at(time.Minute), "anthropic-ratelimit-tokens-remaining", "0", "anthropic-ratelimit-tokens-reset", at(2*time.Second)), 0, time.Minute, "anthropic-ratelimit-requests-remaining", time.Minute, "anthropic-ratelimit-requests-reset"},
+		{"OpenAI tokens spent", raHeader("x-ratelimit-remaining-requests", "59", "x-ratelimit-reset-requests", "1s", "x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "6m0s"), 59, time.Second, "x-ratelimit-remaining-requests", 6 * time.Minute, "x-ratelimit-reset-tokens"},
+		{"OpenAI tokens left", raHeader("x-ratelimit-remaining-requests", "59", "x-ratelimit-reset-requests", "1s", "x-ratelimit-remaining-tokens", "100", "x-ratelimit-reset-tokens", "6m0s"), 59, time.Second, "x-ratelimit-remaining-requests", 0, ""},
+		{"a spent dimension alone", raHeader("x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "20ms"), 0, 0, "", 20 * time.Millisecond, "x-ratelimit-reset-tokens"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			// A served response is read by the field every vendor sends
-			// with its dimensions; one without it only on a refusal.
 			_, marked := tt.header["X-Ratelimit-Remaining-Requests"]
 			_, anthropic := tt.header["Anthropic-Ratelimit-Requests-Remaining"]
 			assert.Equal(t, marked || anthropic, publishesQuota(tt.header))
 			remaining, reset, source, ok := quota(tt.header, raNow)
-			assert.True(t, ok)
+			assert.Equal(t, tt.source != "", ok)
 			assert.Equal(t, tt.remaining, remaining)
 			assert.Equal(t, tt.reset, reset)
 			assert.Equal(t, tt.source, source)
+			hold, from, spent := spentDimension(tt.header, raNow)
+			assert.Equal(t, tt.holdFrom != "", spent)
+			assert.Equal(t, tt.hold, hold)
+			assert.Equal(t, tt.holdFrom, from)
 		})
 	}
 }
@@ -97,7 +105,7 @@ func FuzzDimensions(f *testing.F) {
 		if r, state := remainingField(h, "X-Ratelimit-Remaining-Tokens"); source == "x-ratelimit-reset-tokens" && (state != remainingValid || r != 0) {
 			t.Fatalf("a dimension with %q remaining read as spent", oaiRem)
 		}
-		if _, _, from, ok := quota(h, raNow); ok && !publishesQuota(h) && from != "anthropic-ratelimit-tokens-reset" && from != "x-ratelimit-reset-tokens" {
+		if _, _, from, ok := quota(h, raNow); ok && !publishesQuota(h) {
 			t.Fatalf("a quota from %s that publishesQuota skips", from)
 		}
 	})

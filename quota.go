@@ -58,9 +58,7 @@ func publishesQuota(h http.Header) bool {
 //   - "anthropic-ratelimit-requests-remaining": with
 //     anthropic-ratelimit-requests-reset, an RFC 3339 time.
 //
-// Then, whatever the source, a dimension that is spent (dimensions.go:
-// Anthropic's tokens, input and output tokens, OpenAI's tokens) makes the
-// quota 0 until the latest such reset, its reset field the source.
+// A dimension that is spent (dimensions.go) is not a quota but a hold.
 //
 // For the *-Reset headers a value above half of now's Unix time is a Unix
 // time in seconds, a past one a reset of 0; else it is seconds, decimals
@@ -68,17 +66,6 @@ func publishesQuota(h http.Header) bool {
 // longer than 128 bytes, overflowing, or repeated with differing values is
 // skipped. remaining and reset are never negative.
 func quota(h http.Header, now time.Time) (remaining int64, reset time.Duration, source string, ok bool) {
-	remaining, reset, source, ok = quotaSource(h, now)
-	// A spent dimension (dimensions.go) holds the scope until its reset,
-	// whatever the others have left.
-	if d, from, spent := spentDimension(h, now); spent && (!ok || remaining > 0 || d > reset) {
-		return 0, d, from, true
-	}
-	return remaining, reset, source, ok
-}
-
-// quotaSource is quota's first complete source of a remaining count.
-func quotaSource(h http.Header, now time.Time) (remaining int64, reset time.Duration, source string, ok bool) {
 	if vals := h[hdrRateLimit]; len(vals) > 0 {
 		if rl, valid := scanRateLimit(vals); valid && rl.fewestRemaining >= 0 && rl.fewestReset >= 0 && rl.fewestReset <= maxWholeSeconds {
 			return rl.fewestRemaining, time.Duration(rl.fewestReset) * time.Second, "RateLimit", true
