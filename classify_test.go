@@ -203,6 +203,7 @@ func TestDefaultClassifierGitHubSecondaryAndSalesforce(t *testing.T) {
 		{"403 secondary with retry-after: the header's", 403, hdr("Content-Type", ctJSON, "Retry-After", "30"), secondary, byHeader},
 		{"429 secondary with retry-after: the header's", 429, hdr("Content-Type", ctJSON, "Retry-After", "30"), secondary, byHeader},
 		{"403 secondary, remaining 0: the reset's", 403, hdr("Content-Type", ctJSON, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1715681251"), secondary, byHeader},
+		{"403 secondary, remaining 00: the reset's, as Hint reads it", 403, hdr("Content-Type", ctJSON, "X-RateLimit-Remaining", "00", "X-RateLimit-Reset", "1715681251"), secondary, byHeader},
 		{"429 secondary, remaining 0: the reset's", 429, hdr("Content-Type", ctJSON, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1715681251"), secondary, byHeader},
 		{"Salesforce concurrent limit", 403, json, `[{"message":"ConcurrentPerOrgLongTxn Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"}]`, byHeader},
 		{"Salesforce 24-hour total", 403, json, `[{"message":"TotalRequests Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"}]`, heed.Verdict{Class: heed.Terminal, Reason: "quota"}},

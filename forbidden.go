@@ -40,10 +40,11 @@ func classify403(resp *http.Response) Verdict {
 	return Verdict{Class: Terminal, Reason: "forbidden"}
 }
 
-// githubExhausted reports whether X-RateLimit-Remaining is 0.
+// githubExhausted reports whether X-RateLimit-Remaining is 0, as Hint
+// reads it before it takes X-RateLimit-Reset for the wait.
 func githubExhausted(h http.Header) bool {
-	v := h["X-Ratelimit-Remaining"]
-	return len(v) > 0 && strings.TrimSpace(v[0]) == "0"
+	rem, state := remainingField(h, hdrXRemaining)
+	return state == remainingValid && rem == 0
 }
 
 // githubSecondary reports whether a JSON body is GitHub's secondary rate
@@ -66,19 +67,21 @@ func salesforceLimit(b []byte) (Verdict, bool) {
 		Message   string `json:"message"`
 	}
 	if json.Unmarshal(b, &errs) != nil {
-		if bytes.Contains(b, []byte("Concurrent")) {
-			return Verdict{Class: Throttled, Reason: "rate limited"}, true
-		}
-		return Verdict{Class: Terminal, Reason: "quota"}, true
+		return salesforceVerdict(bytes.Contains(b, []byte("Concurrent"))), true // cut short
 	}
 	for _, e := range errs {
-		if e.ErrorCode != "REQUEST_LIMIT_EXCEEDED" {
-			continue
+		if e.ErrorCode == "REQUEST_LIMIT_EXCEEDED" {
+			return salesforceVerdict(strings.Contains(e.Message, "Concurrent")), true
 		}
-		if strings.Contains(e.Message, "Concurrent") {
-			return Verdict{Class: Throttled, Reason: "rate limited"}, true
-		}
-		return Verdict{Class: Terminal, Reason: "quota"}, true
 	}
 	return Verdict{}, false
+}
+
+// salesforceVerdict is REQUEST_LIMIT_EXCEEDED's verdict: Throttled for a
+// concurrent-request limit, Terminal for the 24-hour total.
+func salesforceVerdict(concurrent bool) Verdict {
+	if concurrent {
+		return Verdict{Class: Throttled, Reason: "rate limited"}
+	}
+	return Verdict{Class: Terminal, Reason: "quota"}
 }
