@@ -178,3 +178,31 @@ func TestStreamsNotHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamSlowToItsFirstEvent: a stream whose first event does not come
+// within 500 ms is handed over then, unread, and its bytes reach the
+// caller whole when they come.
+func TestStreamSlowToItsFirstEvent(t *testing.T) {
+	for _, delay := range []time.Duration{time.Second, 5 * time.Second} {
+		t.Run(delay.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				pr, pw := io.Pipe()
+				const event = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n"
+				go func() {
+					time.Sleep(delay)
+					_, _ = io.WriteString(pw, event)
+					_ = pw.Close()
+				}()
+				tr := heed.New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					return &http.Response{StatusCode: 200, Header: hdr("Content-Type", "text/event-stream"), Body: pr, Request: r}, nil
+				}), heed.WithPolicy(heed.Policy{PeekSuccess: true}))
+				start := time.Now()
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "POST", "https://api.anthropic.com/v1/messages", nil))
+				require.NoError(t, err)
+				assert.Equal(t, 500*time.Millisecond, time.Since(start), "handed over at the peek's bound")
+				assert.Equal(t, 200, resp.StatusCode)
+				assert.Equal(t, event, readBody(t, resp), "every byte, when it comes")
+			})
+		})
+	}
+}
