@@ -77,10 +77,7 @@ func TestDefaultClassifierBodyWaits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, tb := classifyResp(429, tt.header, tt.body)
-			assert.Equal(t, tt.want, heed.DefaultClassifier(nil, resp, nil))
-			assert.Equal(t, tt.body, readBody(t, resp), "the body is whole")
-			assert.Equal(t, 1, tb.closes())
+			checkClassified(t, heed.DefaultClassifier, 429, tt.header, tt.body, tt.want)
 		})
 	}
 }
@@ -113,10 +110,7 @@ func TestDefaultClassifierAWSThrottles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, tb := classifyResp(400, tt.header, tt.body)
-			assert.Equal(t, tt.want, heed.DefaultClassifier(nil, resp, nil))
-			assert.Equal(t, tt.body, readBody(t, resp), "the body is whole")
-			assert.Equal(t, 1, tb.closes())
+			checkClassified(t, heed.DefaultClassifier, 400, tt.header, tt.body, tt.want)
 		})
 	}
 }

@@ -213,10 +213,7 @@ func TestDefaultClassifierGitHubSecondaryAndSalesforce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, tb := classifyResp(tt.status, tt.header, tt.body)
-			assert.Equal(t, tt.want, heed.DefaultClassifier(nil, resp, nil))
-			assert.Equal(t, tt.body, readBody(t, resp), "the body is whole")
-			assert.Equal(t, 1, tb.closes())
+			checkClassified(t, heed.DefaultClassifier, tt.status, tt.header, tt.body, tt.want)
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -194,4 +195,14 @@ func withDeadline(t *testing.T, ctx context.Context, d time.Duration) context.Co
 // policyOf returns the policy tr applies to req, every default filled in.
 func policyOf(tr *heed.Transport, req *http.Request) heed.Policy {
 	return link.Policy(tr, req).(heed.Policy)
+}
+
+// checkClassified asserts that classify gives want for a response of
+// status, h and body, and leaves the body whole, closing the original once.
+func checkClassified(t *testing.T, classify heed.Classifier, status int, h http.Header, body string, want heed.Verdict) {
+	t.Helper()
+	resp, tb := classifyResp(status, h, body)
+	assert.Equal(t, want, classify(nil, resp, nil))
+	assert.Equal(t, body, readBody(t, resp), "the body is whole")
+	assert.Equal(t, 1, tb.closes())
 }

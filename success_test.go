@@ -61,10 +61,7 @@ func TestPeekSuccessClassifies(t *testing.T) {
 	classify := peekSuccess(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, tb := classifyResp(200, hdr("Content-Type", tt.ct), tt.body)
-			assert.Equal(t, tt.want, classify(nil, resp, nil))
-			assert.Equal(t, tt.body, readBody(t, resp), "the body is whole")
-			assert.Equal(t, 1, tb.closes())
+			checkClassified(t, classify, 200, hdr("Content-Type", tt.ct), tt.body, tt.want)
 		})
 	}
 }
