@@ -302,7 +302,9 @@ func hintBound(h http.Header, source string, now time.Time) (*big.Int, bool) {
 		if !ok {
 			return nil, false
 		}
-		if n.Cmp(big.NewInt(1_000_000_000)) > 0 {
+		// A Unix time when above half of now's Unix time (and 1e8), as
+		// the contract reads it against the clock.
+		if n.Cmp(big.NewInt(max(now.Unix()/2, 100_000_000))) > 0 {
 			n.Sub(n, big.NewInt(now.Unix()))
 		}
 		return ns(n, time.Second), true
