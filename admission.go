@@ -20,6 +20,12 @@ type admission interface {
 	// reset is the time the scope's spent quota waits for, or its hold
 	// (Gate.NotBefore); the zero time when not known.
 	reset(ctx context.Context, scope string) time.Time
+	// hold is the end of the scope's hold in the gate, any Transport's or
+	// process's: heed's own gate's hold alone, else Gate.NotBefore, which
+	// a QuotaGate may answer with a spent quota's reset. The zero time
+	// when none; an error reads as none. remote reports whether asking
+	// takes a round trip (any gate but heed's own).
+	hold(ctx context.Context, scope string) (until time.Time, remote bool)
 	// done records the answer to a send admitted in episode, at now, with
 	// the quota its response published (nil: none), and whether it was
 	// served.
@@ -53,6 +59,10 @@ func (a ownAdmission) reset(ctx context.Context, scope string) time.Time {
 	return nb
 }
 
+func (a ownAdmission) hold(_ context.Context, scope string) (time.Time, bool) {
+	return a.g.holdEnd(scope), false
+}
+
 func (a ownAdmission) done(_ context.Context, scope string, q *Quota, served bool, episode int64, now time.Time) error {
 	a.g.done(scope, q, served, episode, now)
 	return nil
@@ -70,6 +80,11 @@ func (a quotaAdmission) take(ctx context.Context, scope string, _ time.Time) (ti
 func (a quotaAdmission) reset(ctx context.Context, scope string) time.Time {
 	nb, _ := a.g.NotBefore(ctx, scope)
 	return nb
+}
+
+func (a quotaAdmission) hold(ctx context.Context, scope string) (time.Time, bool) {
+	nb, _ := a.g.NotBefore(ctx, scope)
+	return nb, true
 }
 
 func (a quotaAdmission) done(ctx context.Context, scope string, q *Quota, served bool, _ int64, _ time.Time) error {
@@ -96,6 +111,11 @@ func (a plainAdmission) take(ctx context.Context, scope string, _ time.Time) (ti
 func (a plainAdmission) reset(ctx context.Context, scope string) time.Time {
 	nb, _ := a.mem.NotBefore(ctx, scope)
 	return nb
+}
+
+func (a plainAdmission) hold(ctx context.Context, scope string) (time.Time, bool) {
+	nb, _ := a.gate.NotBefore(ctx, scope)
+	return nb, true
 }
 
 func (a plainAdmission) done(_ context.Context, scope string, q *Quota, served bool, episode int64, now time.Time) error {

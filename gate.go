@@ -123,6 +123,16 @@ func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) 
 	return nb, nil
 }
 
+// holdEnd is the end of the scope's hold, without its spent quota's reset.
+func (g *memGate) holdEnd(scope string) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s := g.scopes[scope]; s != nil {
+		return s.until
+	}
+	return time.Time{}
+}
+
 func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 	now := time.Now()
 	if !until.After(now) {

@@ -190,6 +190,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		passed := sent
 		if c.known != nil {
 			if sent, err = c.passLimit(attempt, sent); err != nil {
 				c.done(nil, sent, false)
@@ -200,6 +201,16 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			if sent, err = c.passCeiling(attempt, sent); err != nil {
 				c.done(nil, sent, false)
 				c.releaseSlot(nil)
+				return nil, err
+			}
+		}
+		if sent.Sub(passed) >= holdRecheck {
+			// It waited for a slot after the gate let it through: a hold
+			// may have been set meanwhile, here or elsewhere.
+			if sent, err = c.awaitHold(attempt, true, "gate"); err != nil {
+				c.done(nil, sent, false)
+				c.releaseSlot(nil)
+				c.wentCeiling(false)
 				return nil, err
 			}
 		}

@@ -5,10 +5,13 @@ package heed
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
+	"reflect"
 	"sync"
 	"time"
 
@@ -26,11 +29,17 @@ import (
 // The check costs a trace, a context and a request copy per send, so it is
 // made only for the sends of a scope throttled within wireCheckFor: a herd
 // that is being throttled, which is where the race happens. It sees the
-// holds this Transport set, not those another process set in a shared gate.
+// holds this Transport set or learned, and its gate's when that is heed's
+// own; another process's hold in a shared gate it asks for only after a
+// wait, since asking is a round trip.
 
 // wireCheckFor is how long after a throttle a scope's sends are checked
 // again once their connection is ready.
 const wireCheckFor = time.Minute
+
+// holdRecheck is how long a send may wait for a slot after its gate let it
+// through before its scope's hold is asked for again, of its gate too.
+const holdRecheck = time.Millisecond
 
 // errWireDeferred ends a send that the wire check deferred.
 var errWireDeferred = errors.New("heed: deferred before the request was written")
@@ -60,27 +69,98 @@ func (c *call) wired(out *http.Request, attempt int, now time.Time) (*http.Reque
 
 // gotConn runs once the send's connection is ready, before its request is
 // written: it waits out a hold of the scope that ends later, or defers.
-func (check *wireCheck) gotConn(httptrace.GotConnInfo) {
+// Deferred, the connection is made to refuse the write (unwritable): net/
+// http writes the request once GotConn returns, whatever its context.
+func (check *wireCheck) gotConn(info httptrace.GotConnInfo) {
 	c := &check.call
-	until := c.local.heldUntil.Load()
-	now := time.Now()
-	if until <= now.UnixNano() {
-		return
+	_, err := c.awaitHold(check.attempt, false, "wire")
+	var de *DeferredError
+	if !errors.As(err, &de) {
+		return // a context that ends fails the send itself
 	}
-	wait := time.Duration(until - now.UnixNano())
+	check.mu.Lock()
+	check.deferred = de
+	check.mu.Unlock()
+	unwritable(info.Conn, c.transport.next)
+	check.cancel(errWireDeferred)
+}
+
+// awaitHold waits out the scope's hold before attempt is written, as this
+// Transport and its gate know it, logged with source; or returns a
+// *DeferredError when that wait does not fit, or the context's error if it
+// ends first. It returns the time the hold was found over. A gate across
+// the network is asked when remote is set, and after any wait, since a
+// hold may have been set elsewhere meanwhile; heed's own gate, always.
+func (c *call) awaitHold(attempt int, remote bool, source string) (time.Time, error) {
 	p := c.policy
-	d := c.waitDecision(check.attempt, now, wait, reasonCoolingDown, "wire")
-	if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
-		de := c.deferred(&d, check.attempt-1)
-		check.mu.Lock()
-		check.deferred = de
-		check.mu.Unlock()
-		check.cancel(errWireDeferred)
+	for {
+		until := c.holdEnd(remote)
+		now := time.Now()
+		if until <= now.UnixNano() {
+			return now, nil
+		}
+		wait := time.Duration(until - now.UnixNano())
+		d := c.waitDecision(attempt, now, wait, reasonCoolingDown, source)
+		if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
+			return now, c.deferred(&d, attempt-1)
+		}
+		d.kind = EventGateWait
+		c.decide(zapcore.InfoLevel, &d)
+		if err := rules.Sleep(c.ctx, wait); err != nil {
+			return now, err
+		}
+		remote = true
+	}
+}
+
+// holdEnd is the end of the scope's hold in Unix nanoseconds: the latest
+// of this Transport's own and its gate's, the gate asked when it answers
+// in process or remote is set. A quota the scope published leaves a gate
+// other than heed's own unasked: its NotBefore may be that quota's reset,
+// which a send already admitted does not wait for.
+func (c *call) holdEnd(remote bool) int64 {
+	until := c.local.heldUntil.Load()
+	if _, own := c.transport.admit.(ownAdmission); !own && (!remote || c.local.published.Load()) {
+		return until
+	}
+	nb, _ := c.transport.admit.hold(c.ctx, c.scope)
+	if nb.UnixNano() > until && !nb.IsZero() {
+		c.heldElsewhere(time.Now(), nb)
+		return nb.UnixNano()
+	}
+	return until
+}
+
+// unwritable makes conn fail every write from now on, so that the request
+// net/http writes once GotConn returns fails with nothing written, and the
+// connection is closed; ending the send's context alone races that write.
+// A connection that may carry HTTP/2 is shared by other streams and is left
+// as it is: there the context's end is all that stops the send, and it may
+// lose the race.
+func unwritable(conn net.Conn, next http.RoundTripper) {
+	if conn == nil || mayCarryHTTP2(conn, next) {
 		return
 	}
-	d.kind = EventGateWait
-	c.decide(zapcore.InfoLevel, &d)
-	_ = rules.Sleep(c.ctx, wait) // a context that ends fails the send itself
+	_ = conn.SetWriteDeadline(time.Unix(1, 0))
+}
+
+// mayCarryHTTP2 reports whether conn may carry HTTP/2: a TLS connection
+// that negotiated it, or a plain one under a transport that speaks HTTP/2
+// unencrypted (a net/http Transport configured to, or golang.org/x/net/
+// http2's). A plain connection under any other transport, a wrapper of
+// net/http's included, is taken to carry HTTP/1.
+func mayCarryHTTP2(conn net.Conn, next http.RoundTripper) bool {
+	if tc, ok := conn.(*tls.Conn); ok {
+		return tc.ConnectionState().NegotiatedProtocol == "h2"
+	}
+	if t, ok := next.(*http.Transport); ok {
+		return t.Protocols != nil && t.Protocols.UnencryptedHTTP2()
+	}
+	typ := reflect.TypeOf(next)
+	if typ != nil && typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	return typ != nil && typ.PkgPath() == "golang.org/x/net/http2"
 }
 
 // finish ends the check once the send returned: a deferred send becomes

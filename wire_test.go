@@ -2,13 +2,16 @@ package heed_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -116,11 +119,7 @@ func TestNoSendWrittenInsideAHoldLearnedWhileDialing(t *testing.T) {
 			defer mu.Unlock()
 			holdEnd := throttledAt.Add(time.Duration(tt.hint) * time.Second)
 			if tt.deadline > 0 {
-				var de *heed.DeferredError
-				require.ErrorAs(t, err, &de)
-				assert.Equal(t, 0, de.Attempts, "nothing was written")
-				assert.False(t, de.RetryAt.Before(holdEnd), "RetryAt %v is not before the hold's end %v", de.RetryAt, holdEnd)
-				assert.Less(t, time.Since(start), tt.deadline, "deferred at once, not at the deadline")
+				checkDeferredUnwritten(t, err, holdEnd, time.Since(start), tt.deadline)
 				_, sent := arrived["/b"]
 				assert.False(t, sent, "the server never saw the deferred send")
 				return
@@ -129,6 +128,197 @@ func TestNoSendWrittenInsideAHoldLearnedWhileDialing(t *testing.T) {
 			resp.Body.Close()
 			require.GreaterOrEqual(t, dials.Load(), int32(2), "the send dialed a connection of its own")
 			assert.False(t, arrived["/b"].Before(holdEnd), "written %v before the hold's end", holdEnd.Sub(arrived["/b"]))
+		})
+	}
+}
+
+// checkDeferredUnwritten asserts that err defers a send with nothing of it
+// written, no earlier than holdEnd, at once (took, of the send's deadline).
+func checkDeferredUnwritten(t *testing.T, err error, holdEnd time.Time, took, deadline time.Duration) {
+	t.Helper()
+	var de *heed.DeferredError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, 0, de.Attempts, "nothing was written")
+	assert.False(t, de.RetryAt.Before(holdEnd), "RetryAt %v is not before the hold's end %v", de.RetryAt, holdEnd)
+	assert.Less(t, took, deadline, "deferred at once, not at the deadline")
+}
+
+// dialingRT is an in-memory transport that dials a connection of its own
+// for each send, as net/http does: it takes the dial's time, tells the
+// send's GotConn, and then writes the request whatever the send's context,
+// unless the connection was made to refuse writes. Its answers wait
+// answerAfter before they return.
+type dialingRT struct {
+	dial        func(path string) time.Duration
+	answerAfter func(path string) time.Duration
+	answer      func(path string) (status int, retryAfter string)
+
+	mu      sync.Mutex
+	written map[string]time.Time
+	refused map[string]bool // sends whose connection refused the write
+}
+
+// refusingConn is a connection that refuses every write once its write
+// deadline has passed.
+type refusingConn struct {
+	net.Conn
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (c *refusingConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = t
+	return nil
+}
+
+func (c *refusingConn) refuses() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.deadline.IsZero() && !time.Now().Before(c.deadline)
+}
+
+func (d *dialingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	path := r.URL.Path
+	time.Sleep(d.dial(path))
+	conn := &refusingConn{}
+	if trace := httptrace.ContextClientTrace(r.Context()); trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{Conn: conn})
+	}
+	d.mu.Lock()
+	if conn.refuses() {
+		d.refused[path] = true
+		d.mu.Unlock()
+		return nil, errors.New("write: i/o timeout")
+	}
+	d.written[path] = time.Now()
+	d.mu.Unlock()
+	time.Sleep(d.answerAfter(path))
+	status, retryAfter := d.answer(path)
+	h := http.Header{}
+	if retryAfter != "" {
+		h.Set("Retry-After", retryAfter)
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+}
+
+// TestNoSendWrittenInsideAHoldLearnedElsewhere: a send that passed its
+// gate is not written before a hold set meanwhile by another Transport
+// sharing the gate, whether it learned of the hold while dialing, while
+// waiting out a hold of its own at the wire, or while waiting for a Limit
+// slot; or it is deferred with its connection made to refuse the write,
+// so that nothing of it is written. Both heed's own gate and a plain Gate
+// of the user's, which is asked only after a wait.
+func TestNoSendWrittenInsideAHoldLearnedElsewhere(t *testing.T) {
+	tests := []struct {
+		name     string
+		warm     bool          // B was throttled a while ago: its sends are checked at the wire
+		plain    bool          // the gate is a plain Gate, not heed's own
+		own      int           // seconds of B's own hold, answered at 50ms; 0: none
+		inFlight time.Duration // B's Limit{InFlight: 1} slot is taken this long; 0: no Limit
+		dial     time.Duration // how long B's send dials
+		hint     int           // seconds, of A's throttle, answered at 100ms
+		deadline time.Duration // B's send's time; 0: none
+	}{
+		{"while dialing, hint 1s", true, false, 0, 0, 300 * time.Millisecond, 1, 0},
+		{"while dialing, hint 3s, dial 600ms", true, false, 0, 0, 600 * time.Millisecond, 3, 0},
+		{"while dialing, no time to wait: deferred unwritten", true, false, 0, 0, 300 * time.Millisecond, 2, time.Second},
+		{"while waiting out its own hold at the wire, hint 2s", true, false, 1, 0, 200 * time.Millisecond, 2, 0},
+		{"while waiting out its own hold, plain gate, hint 3s", true, true, 1, 0, 200 * time.Millisecond, 3, 0},
+		{"while waiting out its own hold, plain gate: deferred unwritten", true, true, 1, 0, 200 * time.Millisecond, 3, 2 * time.Second},
+		{"while waiting for a Limit slot, hint 2s", false, false, 0, 800 * time.Millisecond, 0, 2, 0},
+		{"while waiting for a Limit slot, plain gate, hint 1s", false, true, 0, 500 * time.Millisecond, 0, 1, 0},
+		{"while waiting for a Limit slot, no time to wait: deferred unsent", false, false, 0, 500 * time.Millisecond, 0, 2, 1500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var throttledAt time.Time // when A's throttle was answered
+				rt := &dialingRT{
+					written: map[string]time.Time{}, refused: map[string]bool{},
+					dial: func(path string) time.Duration {
+						if path == "/b" {
+							return tt.dial
+						}
+						return 0
+					},
+					answerAfter: func(path string) time.Duration {
+						switch path {
+						case "/a":
+							return 100 * time.Millisecond
+						case "/own":
+							return 50 * time.Millisecond
+						case "/slot":
+							return tt.inFlight
+						}
+						return 0
+					},
+					answer: func(path string) (int, string) {
+						switch path {
+						case "/warm":
+							return http.StatusTooManyRequests, "1"
+						case "/a":
+							throttledAt = time.Now()
+							return http.StatusTooManyRequests, strconv.Itoa(tt.hint)
+						case "/own":
+							return http.StatusTooManyRequests, strconv.Itoa(tt.own)
+						}
+						return http.StatusOK, ""
+					},
+				}
+				var gate heed.Gate = heed.NewGate()
+				if tt.plain {
+					gate = designPlainGate{gate}
+				}
+				policy := heed.Policy{MaxAttempts: 1}
+				a := heed.New(rt, heed.WithGate(gate), heed.WithPolicy(policy))
+				if tt.inFlight > 0 {
+					policy.Limit = heed.Limit{InFlight: 1}
+				}
+				b := heed.New(rt, heed.WithGate(gate), heed.WithPolicy(policy))
+				get := func(tr *heed.Transport, ctx context.Context, path string) error {
+					req, err := http.NewRequestWithContext(ctx, "GET", "http://api.test"+path, nil)
+					require.NoError(t, err)
+					resp, err := tr.RoundTrip(req)
+					if err == nil {
+						resp.Body.Close()
+					}
+					return err
+				}
+				if tt.warm {
+					require.NoError(t, get(b, t.Context(), "/warm"))
+					time.Sleep(1100 * time.Millisecond)
+				}
+				var wg sync.WaitGroup
+				if tt.own > 0 {
+					// B's own throttle, answered while its next send dials:
+					// that send waits it out at the wire.
+					wg.Go(func() { _ = get(b, t.Context(), "/own") })
+				}
+				if tt.inFlight > 0 {
+					wg.Go(func() { _ = get(b, t.Context(), "/slot") }) // takes the one slot
+				}
+				synctest.Wait()
+				wg.Go(func() { _ = get(a, t.Context(), "/a") })
+				start := time.Now()
+				err := get(b, withDeadline(t, t.Context(), tt.deadline), "/b")
+				wg.Wait()
+
+				require.False(t, throttledAt.IsZero(), "A was throttled")
+				holdEnd := throttledAt.Add(time.Duration(tt.hint) * time.Second)
+				written, wrote := rt.written["/b"]
+				if tt.deadline > 0 {
+					checkDeferredUnwritten(t, err, holdEnd, time.Since(start), tt.deadline)
+					assert.False(t, wrote, "the deferred send was never written")
+					return
+				}
+				require.NoError(t, err)
+				require.True(t, wrote, "B's send was written")
+				assert.False(t, rt.refused["/b"], "B's connection was left writable")
+				assert.False(t, written.Before(holdEnd), "written %v before the hold's end", holdEnd.Sub(written))
+				assert.Less(t, written.Sub(holdEnd), 50*time.Millisecond, "written once the hold ended, not later")
+			})
 		})
 	}
 }
