@@ -11,8 +11,7 @@ import (
 // gRPC's retry throttling does: within any Window, Ratio × first attempts
 // + MinPerSecond × Window retries. First attempts are never refused; a
 // refused retry delivers the last response or error at once (reason
-// "retry budget"). The zero Budget means Ratio 0.2, MinPerSecond 10,
-// Window 10s.
+// "retry budget"). Its zero fields mean their defaults.
 type Budget struct {
 	Ratio        float64       // retries per first attempt; 0: 0.2; negative: none
 	MinPerSecond int           // retries a second of Window whatever the traffic; 0: 10; negative: none

@@ -42,11 +42,9 @@ func (c Class) String() string {
 }
 
 // Verdict is a Classifier's decision: the Class and a short, stable Reason
-// such as "rate limited" or "billing". A Classifier that finds the server's
-// wait where no header says it (in a body, say) sets Wait and names its
-// Source; heed then treats it as a header hint, by every rule of one: the
-// longest of the two waits wins, raised to MinWait, holding the scope,
-// deferred when it does not fit. It counts only for a class that retries.
+// such as "rate limited". A Wait found where no header says it (a body)
+// counts as a header hint by every rule of one (the longer wins, MinWait,
+// the hold, the deferral), for a class that retries.
 type Verdict struct {
 	Class  Class
 	Reason string
@@ -77,13 +75,10 @@ const classifyPeekLimit = 4 << 10
 //	status                                                    class      reason
 //	1xx, 2xx, 3xx                                             Deliver    "ok"
 //	429                                                       Throttled  "rate limited"
-//	429, JSON insufficient_quota in error.code or error.type
-//	     (anywhere, when the JSON is cut short) (OpenAI)      Terminal   "billing"
+//	429, JSON error code or type insufficient_quota (OpenAI)  Terminal   "billing"
 //	429, problem+json type ending "quota-exceeded", no Hint   Terminal   "quota"
-//	429, a Google QuotaFailure or ErrorInfo naming a
-//	     ...PerDay... quota (Gemini, Vertex AI)               Terminal   "quota"
-//	429, Google RetryInfo retryDelay or Discord retry_after
-//	     in a JSON body: Wait and Source set                  Throttled  "rate limited"
+//	429, a Google QuotaFailure or ErrorInfo of a PerDay quota Terminal   "quota"
+//	429, JSON Google RetryInfo or Discord retry_after: Wait   Throttled  "rate limited"
 //	403 with Retry-After or X-RateLimit-Remaining: 0          Throttled  "rate limited"
 //	403 or 429, JSON saying "secondary rate limit" or "abuse
 //	     detection" (GitHub): without those headers, a minute Throttled  "rate limited"
@@ -92,8 +87,7 @@ const classifyPeekLimit = 4 << 10
 //	other 403; 401; 402; 404                                  Terminal   "forbidden"; "unauthorized"; "billing"; "not found"
 //	408; 425                                                  Transient  "request timeout"; "too early"
 //	409, request has Idempotency-Key or X-Idempotency-Key     Transient  "in progress"
-//	400 whose x-amzn-ErrorType, JSON __type or code, or XML
-//	     <Code> is an AWS SDK throttle code (awsthrottle.go)  Throttled  "rate limited"
+//	400 naming an AWS SDK throttle code (awsthrottle.go)      Throttled  "rate limited"
 //	422; other 4xx                                            Terminal   "unprocessable"; "client error"
 //	501; 505                                                  Terminal   "not implemented"; "version not supported"
 //	503; 503 with XML <Code>SlowDown</Code> (AWS S3)          Throttled  "unavailable"; "slow down"
@@ -103,10 +97,10 @@ const classifyPeekLimit = 4 << 10
 //	     true, on a status ≥ 400 classed Throttled            Throttled  (reason kept)
 //	     true, on any other status ≥ 400                      Transient  "should retry"
 //
-// A body is peeked (PeekBody, at most 4 KiB, left whole) only for a 429 or
-// 403 that may be JSON, a 400 with a JSON or XML Content-Type and no
-// x-amzn-ErrorType, and a 503 with an XML one; never on success, which
-// does not allocate. Transport errors, first match wins:
+// A body is peeked (PeekBody, 4 KiB, left whole) only for a 429 or 403 that
+// may be JSON, a JSON or XML 400, and an XML 503 (docs/classification.md);
+// never on success, which does not allocate. Transport errors, first match
+// wins:
 //
 //	error                                                     class      reason
 //	the request's context done, or context.Canceled           Deliver    "canceled"
@@ -114,15 +108,12 @@ const classifyPeekLimit = 4 << 10
 //	x509 Unknown Authority, CertificateInvalid, Hostname or
 //	     SystemRoots error, *tls.CertificateVerificationError Terminal   "tls verification"
 //	"unsupported protocol scheme"                             Terminal   "unsupported scheme"
-//	a request net/http refuses to send (a bad header,
-//	     trailer, method, Host or URL)                        Terminal   "invalid request"
+//	a request net/http refuses to send (bad header, URL...)   Terminal   "invalid request"
 //	"stopped after N redirects"                               Terminal   "too many redirects"
 //	ECONNREFUSED                                              Transient  "connection refused"
-//	*net.OpError "dial" or "proxyconnect" (a dial timeout
-//	     included: it never reached the server)               Transient  "dial failed"
+//	*net.OpError "dial" or "proxyconnect", timeouts included  Transient  "dial failed"
 //	any other *net.DNSError                                   Transient  "dns error"
-//	a net.Error timeout, or context.DeadlineExceeded not
-//	     from the request's own context                       Ambiguous  "timeout"
+//	a net.Error timeout; DeadlineExceeded not the request's   Ambiguous  "timeout"
 //	ECONNRESET, ECONNABORTED, EPIPE                           Ambiguous  "connection reset"
 //	io.EOF, io.ErrUnexpectedEOF                               Ambiguous  "eof"
 //	anything else, or no response and no error               Ambiguous  "transport error"

@@ -29,15 +29,12 @@ type DeferredError struct {
 	Attempts int    // attempts sent: 0 when the gate deferred first
 	Status   int    // the last response's status, 0 when there was none
 	// Reason is the verdict's reason; before a send, "cooling down",
-	// "pacing", "concurrency limit" (RetryAt is heed's estimate) or
-	// "queue full".
+	// "pacing", "concurrency limit" (RetryAt is heed's estimate) or "queue full".
 	Reason  string
 	Wait    time.Duration // the whole wait that did not fit, jitter included
 	RetryAt time.Time     // the wall-clock time the work is eligible again
-	// Left is the time that remained: 0 when none did, or when there was no
-	// limit (then Wait exceeded MaxWait).
-	Left time.Duration
-	Err  error // the last transport error, if any
+	Left    time.Duration // the time that remained; 0 when none did or none was set (Wait > MaxWait)
+	Err     error         // the last transport error, if any
 
 	rawURL *url.URL // the request's URL, kept out of Error's text
 }

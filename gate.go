@@ -27,17 +27,16 @@ type Gate interface {
 // QuotaGate is a Gate that also enforces the quotas responses publish:
 // once a scope has r sends left until a reset, it admits at most r more,
 // those in flight included, until then. A Transport calls Take before each
-// send instead of NotBefore, and Done after it; with a plain Gate it counts
-// quotas in process. NewGate and redisgate return QuotaGates.
+// send instead of NotBefore, and Done after it. NewGate and redisgate
+// return QuotaGates.
 type QuotaGate interface {
 	Gate
 	// Take admits one send of scope and returns the zero time, or returns
-	// when to ask again: the hold, the quota's reset, or, while sends set
-	// against the spent quota are unanswered, a recheck soon.
+	// when to ask again: the hold, the reset, or soon, while sends against
+	// the spent quota are unanswered.
 	Take(ctx context.Context, scope string) (time.Time, error)
-	// Done records that a send Take admitted was answered, the quota its
-	// response published (q may be nil), and whether it was served (not
-	// throttled). ctx may be done already.
+	// Done records the answer to a send Take admitted: the quota it
+	// published (q may be nil), and whether it was served, not throttled.
 	Done(ctx context.Context, scope string, q *Quota, served bool) error
 }
 

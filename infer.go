@@ -9,11 +9,10 @@ import (
 	"github.com/heed-go/heed/internal/rules"
 )
 
-// WithInferredQuota turns the inferred quota on or off: a gate that saw a
-// scope serve the same S sends per period P in its last two episodes
-// admits at most S per P from each reopen, as if the server had published
-// that quota, and probes S+1 now and then. It only ever sends later than
-// the server asked (docs/inferred-quota.md). Default: off for NewGate.
+// WithInferredQuota turns on or off the inferred quota: a scope seen to
+// serve S sends per period P in its last two episodes is admitted S per P
+// from each reopen, probing S+1 now and then; it only ever sends later than
+// the server asked (docs/inferred-quota.md). Default: off.
 func WithInferredQuota(on bool) GateOption {
 	return gateOptionFunc(func(g *memGate) { g.infer = on })
 }

@@ -48,23 +48,18 @@ func (k EventKind) String() string {
 
 // Event is one decision of a Transport, as given to an observer.
 type Event struct {
-	Kind EventKind // which decision this is
-	// Context is the request's context, for recording on the caller's
-	// span. Observers must not keep it.
-	Context context.Context
-	Route   string // the name of the policy that applied
-	Method  string // the request method
-	URL     string // the request URL, redacted: no userinfo, query or fragment
-	Attempt int    // the attempt decided on, 1 for the first; for a gate wait, the one about to go
-	Status  int    // the last response's status, 0 when there was none
-	// Class and Reason are the last attempt's verdict; for a gate wait,
-	// Throttled and "cooling down"; for EventBudget, "retry budget".
-	Class  Class
-	Reason string
-	// Wait is the wait decided on, or for EventDeferred the one that did
-	// not fit; Source says where it came from: a header such as
-	// "Retry-After", "backoff", or before a send "gate", "pacing", "limit",
-	// "concurrency" or "wire".
+	Kind    EventKind       // which decision this is
+	Context context.Context // the request's, to record on the caller's span; do not keep it
+	Route   string          // the name of the policy that applied
+	Method  string          // the request method
+	URL     string          // the request URL, redacted: no userinfo, query or fragment
+	Attempt int             // the attempt decided on, 1 for the first; for a gate wait, the one about to go
+	Status  int             // the last response's status, 0 when there was none
+	Class   Class           // the last attempt's verdict; Throttled for a gate wait
+	Reason  string          // the verdict's reason; "cooling down" for a gate wait, "retry budget" for EventBudget
+	// Wait is the wait decided on (for EventDeferred, the one that did not
+	// fit); Source, where it came from: a header such as "Retry-After",
+	// "backoff", or "gate", "pacing", "limit", "concurrency", "wire".
 	Wait    time.Duration
 	Source  string
 	RetryAt time.Time     // when the next attempt may go; for a deferral, the time to persist

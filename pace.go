@@ -12,19 +12,16 @@ import (
 	"time"
 )
 
-// PaceGate is a Gate that also keeps, per scope, the state heed paces a
-// throttled scope by, opaque bytes, so that every Transport sharing it, in
-// one process or across a fleet, paces the scope as one sender
-// (docs/pacing.md). Transports join a scope's shared pace only once a herd
-// of them is throttled with a hint of a second or more. NewGate and
+// PaceGate is a Gate that also keeps, per scope, the opaque state heed
+// paces a throttled scope by, so that every Transport sharing it, across a
+// fleet too, paces the scope as one sender (docs/pacing.md). NewGate and
 // redisgate return PaceGates. Implementations must be safe for concurrent
 // use.
 type PaceGate interface {
 	Gate
-	// Pace replaces the scope's state, atomically, with update's result
-	// (its argument is nil for none). update may run more than once, and
-	// then depends only on its argument; a result equal to the argument
-	// need not be written. A state unchanged for 10 minutes may be
+	// Pace replaces the scope's state atomically with update's result (its
+	// argument nil for none); update may run more than once, and depends
+	// only on its argument. A state unchanged for 10 minutes may be
 	// forgotten. On an error the Transport paces on its own copy.
 	Pace(ctx context.Context, scope string, update func(state []byte) []byte) error
 }

@@ -18,9 +18,8 @@ import (
 // PeekBody returns up to n bytes from the start of resp's body and leaves
 // resp.Body whole: it yields the same bytes again, then the rest, and its
 // Close closes the original. A read error comes with the bytes before it,
-// and the body's reader meets it again. A gzip or deflate body the caller
-// asked for is decoded, at most n bytes of it; resp.Body stays encoded.
-// The bytes may be shared with the body: do not modify them.
+// and the body meets it again. A gzip or deflate body the caller asked for
+// is decoded (resp.Body stays encoded). Do not modify the bytes.
 func PeekBody(resp *http.Response, n int) ([]byte, error) {
 	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || n <= 0 {
 		return nil, nil

@@ -28,40 +28,30 @@ const (
 // the default in its comment; a Policy given to WithRoute does not inherit
 // from the one given to WithPolicy.
 type Policy struct {
-	Name        string // shown in logs and errors; default: the route pattern, or "default"
-	MaxAttempts int    // attempts, the first included; 1 never retries; default 5
-	// MaxElapsed bounds the time one RoundTrip spends waiting, beside the
-	// context deadline; it does not cut an attempt in flight. Default: none.
-	MaxElapsed time.Duration
-	MaxWait    time.Duration // the longest single wait in process, before jitter; a longer one defers; default 60s
-	MinWait    time.Duration // the least wait after any server hint, 0 or a past date included; default 1s
-	Backoff    Backoff       // the wait when the server gives no hint; default EqualJitter(1s, 30s)
-	Jitter     time.Duration // the most random time added after a server hint, never before it; default 0
-	// Reserve is the least time kept for the next attempt when deciding
-	// whether a wait fits; the last attempt's duration, if larger, is kept
-	// instead. Default 0.
-	Reserve  time.Duration
-	Classify Classifier // what each response or error means; default DefaultClassifier
-	// Scope names the requests that share one gate: holds, quotas, pace
-	// and retry budget. Default: the request's host.
-	Scope string
+	Name        string        // shown in logs and errors; default: the route pattern, or "default"
+	MaxAttempts int           // attempts, the first included; 1 never retries; default 5
+	MaxElapsed  time.Duration // bounds one RoundTrip's waits beside the context's deadline, not an attempt; default none
+	MaxWait     time.Duration // the longest single wait in process, before jitter; a longer one defers; default 60s
+	MinWait     time.Duration // the least wait after any server hint, 0 or a past date included; default 1s
+	Backoff     Backoff       // the wait when the server gives no hint; default EqualJitter(1s, 30s)
+	Jitter      time.Duration // the most random time added after a server hint, never before it; default 0
+	Reserve     time.Duration // kept for the next attempt when a wait is judged, or the last attempt's time if longer; default 0
+	Classify    Classifier    // what each response or error means; default DefaultClassifier
+	Scope       string        // names the requests that share holds, quotas, pace and budget; default the host
 	// KeyHeader names an idempotency-key header: a POST or PATCH without
-	// one gets a random key, the same on every attempt, and a request with
-	// one is replay-safe. Default: none.
+	// one gets a random key, the same on every attempt; one with it is
+	// replay-safe. Default: none.
 	KeyHeader   string
 	RetryUnsafe bool   // resend Ambiguous failures of non-idempotent requests anyway
 	Budget      Budget // bounds the scope's retries; default: the zero Budget
-	// ScopeFor, if set, names each request's scope (a tenant, say); an
-	// empty name falls back to Scope. It is called once per RoundTrip,
-	// concurrently.
+	// ScopeFor, if set, names each request's scope (a tenant, say), called
+	// once per RoundTrip, concurrently; "" falls back to Scope.
 	ScopeFor   func(*http.Request) string
 	Limit      Limit // what the caller knows of the server's limit; heed never exceeds it
 	MaxWaiting int   // the most RoundTrips of a scope waiting to send; one more defers; default DefaultMaxWaiting
-	// PeekSuccess reads the start of a 2xx body (at most 4 KiB, left
-	// whole) for a refusal it hides: a GraphQL throttle (Shopify, GitHub)
-	// or an event stream whose first event is an error (Anthropic,
-	// OpenAI), classified as its non-stream equivalent. Default false: no
-	// 2xx body is read.
+	// PeekSuccess reads a 2xx body's start (4 KiB, left whole) for a
+	// refusal it hides: a GraphQL throttle, or an event stream whose first
+	// event is an error (docs/classification.md). Default false.
 	PeekSuccess bool
 }
 
