@@ -216,6 +216,14 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 		if a.enabled {
 			base = math.Min(base, a.fillRate)
 		}
+		if hint == 0 {
+			// A refusal with no hint says the pace was too high, not that
+			// the server serves less than it was just seen to: successive
+			// refusals, while a burst the server still drains is refused,
+			// cut from what it served in the last second, not from the
+			// last cut.
+			base = math.Max(base, a.servedIn(now.Add(-time.Second), now))
+		}
 		if hint > 0 {
 			// The server said when one more send may go: pace at that,
 			// as if the scope had been sending at 1/β of it, so that

@@ -1,6 +1,7 @@
 package heed
 
 import (
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -178,6 +179,49 @@ func TestReleaseFit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := release{burst: tc.burst, served: tc.served}
 			assert.InDelta(t, tc.fit, r.fit(t0.Add(tc.end)), 0.1*tc.fit+0.01)
+		})
+	}
+}
+
+// TestAdaptiveCutsFromWhatWasServed: refusals with no hint that the rate
+// takes (not the learned cap's), each of a send made after the last, cut
+// the pace from what the server served in the last second, not each from
+// the cut before: a burst the server still drains does not drive the pace
+// far below what it serves. Once nothing has been served for a second,
+// the cuts go on down.
+func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
+	for _, rate := range []float64{20, 50, 100} {
+		t.Run(strconv.FormatFloat(rate, 'f', -1, 64)+"/s", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := adaptive{peak: 4}
+				gap := time.Duration(float64(time.Second) / rate)
+				// Served at rate for two seconds.
+				for range int(2 * rate) {
+					sent := time.Now()
+					level := a.sent(sent)
+					time.Sleep(gap)
+					a.answered(time.Now(), sent, level, false, 0)
+				}
+				// Ten refusals 20 ms apart, each of a send made after the
+				// last, with another in flight: a herd.
+				refuse := func() {
+					sent := time.Now()
+					time.Sleep(time.Millisecond)
+					a.mu.Lock()
+					a.paced(time.Now(), sent, 2, true, 0, 1)
+					a.mu.Unlock()
+					time.Sleep(20 * time.Millisecond)
+				}
+				for range 10 {
+					refuse()
+				}
+				assert.GreaterOrEqual(t, a.fillRate, 0.5*rate, "not below most of what was served: %.1f/s", a.fillRate)
+				// Refused alone for over a second: the server serves less.
+				for range 70 {
+					refuse()
+				}
+				assert.Less(t, a.fillRate, 0.2*rate, "down, once nothing is served: %.1f/s", a.fillRate)
+			})
 		})
 	}
 }
