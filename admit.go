@@ -196,6 +196,7 @@ func (c *call) done(resp *http.Response, now time.Time, served bool) {
 			if !c.local.published.Load() {
 				c.local.published.Store(true)
 			}
+			c.local.stated(now)
 		}
 	}
 	if err := c.transport.admit.done(c.ctx, c.scope, q, served, c.episode, now); err != nil {
@@ -225,6 +226,7 @@ func (c *call) heldElsewhere(now, nb time.Time) {
 		}
 	}
 	c.local.throttledAt.Store(now.UnixNano())
+	c.local.stated(now)
 	c.local.limiter.heldElsewhere(now, nb.Sub(now), c.local.waiting.Load() > 0)
 }
 
@@ -238,6 +240,7 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 		}
 	}
 	c.local.throttledAt.Store(now.UnixNano())
+	c.local.stated(now)
 	if err := c.transport.gate.Hold(c.ctx, c.scope, until); err != nil {
 		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 	}

@@ -2,9 +2,11 @@ package heed_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/heed-go/heed"
@@ -77,6 +79,57 @@ func BenchmarkSuccessPathLoopback(b *testing.B) {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
+		})
+	}
+}
+
+// BenchmarkScopes is the success path as the scopes seen grow: each request
+// goes to the next of n hosts in turn, bare against heed, and then every
+// goroutine of b.RunParallel to one shared scope. A Transport keeps only
+// the scopes that carry state (scope.go), so at a million hosts each
+// request meets a scope it forgot.
+func BenchmarkScopes(b *testing.B) {
+	for _, n := range []int{1, 1000, 1000000} {
+		hosts := make([]string, n)
+		for i := range hosts {
+			hosts[i] = "h" + strconv.Itoa(i) + ".example"
+		}
+		for _, c := range []struct {
+			name string
+			rt   http.RoundTripper
+		}{{"bare", newOKRT()}, {"heed", heed.New(newOKRT())}} {
+			b.Run(fmt.Sprintf("hosts=%d/%s", n, c.name), func(b *testing.B) {
+				req, _ := http.NewRequest("GET", "https://h0.example/v1/models", nil)
+				i := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					req.URL.Host = hosts[i]
+					if i++; i == n {
+						i = 0
+					}
+					resp, err := c.rt.RoundTrip(req)
+					if err != nil || resp.StatusCode != 200 {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+	for _, c := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{{"bare", newOKRT()}, {"heed", heed.New(newOKRT())}} {
+		b.Run("parallel-one-scope/"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				req, _ := http.NewRequest("GET", "https://api.example/v1/models", nil)
+				for pb.Next() {
+					resp, err := c.rt.RoundTrip(req)
+					if err != nil || resp.StatusCode != 200 {
+						b.Fatal(err)
+					}
+				}
+			})
 		})
 	}
 }

@@ -67,6 +67,16 @@ func newRetryBudget(b Budget) *retryBudget {
 	return &retryBudget{ratio: ratio, reserve: float64(perSec) * window.Seconds(), slot: slot}
 }
 
+// reset forgets every attempt counted.
+func (b *retryBudget) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.start, b.firsts, b.retries = 0, [budgetSlots]int64{}, [budgetSlots]int64{}
+}
+
+// window is how long the budget counts attempts.
+func (b *retryBudget) window() time.Duration { return b.slot * budgetSlots }
+
 // advance moves the ring to now, clearing slots that fell out of the window.
 func (b *retryBudget) advance(now time.Time) int {
 	idx := now.UnixNano() / int64(b.slot)

@@ -64,9 +64,18 @@ func (f gateOptionFunc) applyGate(g *memGate) { f(g) }
 type memGate struct {
 	mu     sync.Mutex
 	scopes map[string]*scopeState
-	infer  bool // learn window capacities (WithInferredQuota)
+	order  sweep         // of scopes, to forget the idle (sweep.go)
+	spare  []*scopeState // forgotten scopes, to be others' (at most gateKeep)
+	infer  bool          // learn window capacities (WithInferredQuota)
 	paces  map[string]*keptPace
+	// of paces, to forget those unchanged for rules.PaceKeep
+	paceOrder sweep
 }
+
+// gateKeep is how many scopes, and paces, heed's own gate keeps before it
+// forgets the idle: as many as a Transport keeps quiet (scope.go), so that
+// a scope a Transport keeps, its gate keeps too.
+const gateKeep = quietKept
 
 // keptPace is a scope's pace state (PaceGate), and when it last changed.
 type keptPace struct {
@@ -257,15 +266,27 @@ func (g *memGate) state(scope string, now time.Time) *scopeState {
 		}
 		return s
 	}
-	if len(g.scopes) >= 64 {
-		for k, s := range g.scopes {
-			if s.idle(now) {
-				delete(g.scopes, k)
-			}
+	g.order.pass(gateKeep, func(k string) bool {
+		if s := g.scopes[k]; s != nil && !s.idle(now) {
+			return false
 		}
+		if s := g.scopes[k]; s != nil && len(g.spare) < gateKeep {
+			g.spare = append(g.spare, s)
+		}
+		delete(g.scopes, k)
+		return true
+	})
+	var s *scopeState
+	if n := len(g.spare); n > 0 {
+		s = g.spare[n-1]
+		g.spare[n-1] = nil
+		g.spare = g.spare[:n-1]
+		*s = scopeState{}
+	} else {
+		s = &scopeState{}
 	}
-	s := &scopeState{}
 	g.scopes[scope] = s
+	g.order.push(scope)
 	return s
 }
 
@@ -282,7 +303,9 @@ func (g *memGate) Pace(_ context.Context, scope string, update func([]byte) []by
 	}
 	b := update(old)
 	if b == nil {
-		delete(g.paces, scope)
+		if p != nil {
+			p.state, p.at = nil, time.Time{} // over: the sweep forgets it
+		}
 		return nil
 	}
 	if old != nil && bytes.Equal(b, old) {
@@ -292,15 +315,16 @@ func (g *memGate) Pace(_ context.Context, scope string, update func([]byte) []by
 		g.paces = make(map[string]*keptPace)
 	}
 	if p == nil {
-		if len(g.paces) >= 64 {
-			for k, q := range g.paces {
-				if now.Sub(q.at) >= rules.PaceKeep {
-					delete(g.paces, k)
-				}
+		g.paceOrder.pass(gateKeep, func(k string) bool {
+			if q := g.paces[k]; q != nil && now.Sub(q.at) < rules.PaceKeep {
+				return false
 			}
-		}
+			delete(g.paces, k)
+			return true
+		})
 		p = &keptPace{}
 		g.paces[scope] = p
+		g.paceOrder.push(scope)
 	}
 	p.state, p.at = b, now
 	return nil

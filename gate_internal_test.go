@@ -11,17 +11,42 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestMemGateForgetsPastScopes: each new scope checks the two scopes
+// longest unchecked and forgets those whose time has passed, so that past
+// scopes go at a constant cost per new one, never by a scan; up to
+// gateKeep scopes are kept whatever their state.
 func TestMemGateForgetsPastScopes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := NewGate().(*memGate)
-		for i := range 200 {
-			require.NoError(t, g.Hold(t.Context(), "scope"+strconv.Itoa(i), time.Now().Add(time.Second)))
-		}
-		assert.Len(t, g.scopes, 200)
-		time.Sleep(2 * time.Second)
-		require.NoError(t, g.Hold(t.Context(), "fresh", time.Now().Add(time.Second)))
-		assert.Len(t, g.scopes, 1, "scopes whose time has passed are forgotten")
-	})
+	tests := []struct {
+		name          string
+		past, fresh   int
+		wantForgotten int
+	}{
+		{"2×gateKeep past, as many fresh: every past one forgotten", 2 * gateKeep, 2 * gateKeep, 2 * gateKeep},
+		{"3×gateKeep past, gateKeep fresh: two a fresh one", 3 * gateKeep, gateKeep, 2 * gateKeep},
+		{"4×gateKeep past, 1000 fresh", 4 * gateKeep, 1000, 2000},
+		{"2×gateKeep past, gateKeep/2 fresh", 2 * gateKeep, gateKeep / 2, gateKeep},
+		{"gateKeep/2 past, 10 fresh: fewer than gateKeep, all kept", gateKeep / 2, 10, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := NewGate().(*memGate)
+				for i := range tt.past {
+					require.NoError(t, g.Hold(t.Context(), "past"+strconv.Itoa(i), time.Now().Add(time.Second)))
+				}
+				require.Equal(t, tt.past, len(g.scopes))
+				time.Sleep(2 * time.Second)
+				for i := range tt.fresh {
+					require.NoError(t, g.Hold(t.Context(), "fresh"+strconv.Itoa(i), time.Now().Add(time.Second)))
+				}
+				assert.Equal(t, tt.past+tt.fresh-tt.wantForgotten, len(g.scopes))
+				assert.Equal(t, len(g.scopes), g.order.len(), "every scope queued once")
+				for i := range tt.fresh {
+					assert.Contains(t, g.scopes, "fresh"+strconv.Itoa(i), "a held scope is kept")
+				}
+			})
+		})
+	}
 }
 
 func TestMemGateQuotaCountsSendsInFlight(t *testing.T) {

@@ -168,6 +168,14 @@ func (c *call) passLimit(attempt int, now time.Time) (time.Time, error) {
 	return now, nil
 }
 
+// quiet reports whether the limit keeps nothing at now: no slot held, and
+// its rate's schedule not ahead of now.
+func (k *known) quiet(now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.slots) == 0 && k.waiting == 0 && !k.tat.After(now)
+}
+
 // releaseSlot gives back the current send's Limit slot, when it took one:
 // when resp's body is closed, or at once without a response.
 func (c *call) releaseSlot(resp *http.Response) {

@@ -3,10 +3,18 @@
 
 package heed
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/heed-go/heed/internal/rules"
+)
 
 // scopeLocal is what a Transport keeps of one scope in process: its
 // adaptive rate limiter and the retry budget of each policy used in it.
+// A scope is forgotten once nothing uses it and its state is over
+// (quiet), so that a Transport's memory is bounded by the scopes that
+// carry state, not by the scopes it has seen.
 type scopeLocal struct {
 	limiter adaptive
 	budgets map[*policy]*retryBudget
@@ -20,38 +28,151 @@ type scopeLocal struct {
 	// published: a response of the scope published a quota, whose reset
 	// the gate may answer as a wait
 	published atomic.Bool
+
+	// What keeps the scope from being forgotten: the RoundTrips using it,
+	// a use since the sweep last passed it, and the last answer that was
+	// not delivered at once or that published a quota, in Unix
+	// nanoseconds.
+	users   atomic.Int64
+	used    atomic.Bool
+	stateAt atomic.Int64
 }
 
-// scope returns the in-process state of scope, p's retry budget in it
-// (nil when p has none) and p's known limit in it (nil when p has none).
-func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *known) {
+// Scopes a Transport keeps when they are quiet, and how long after the last
+// answer that was not delivered at once (or that published a quota) a
+// scope's state is kept: the wire check's minute, or while it paces or
+// caps its sends, rules.PaceKeep, as a shared pace is kept; a retry
+// budget's window if longer.
+const quietKept = 1024
+
+// scope returns the in-process state of scope, counted as in use until
+// the RoundTrip calls leave; p's retry budget in it (nil when p has none)
+// and p's known limit in it (nil when p has none). now is the time of the
+// RoundTrip's start.
+func (t *Transport) scope(p *policy, scope string, now time.Time) (*scopeLocal, *retryBudget, *known) {
+	t.scopesMu.RLock()
+	sl := t.scopes[scope]
+	if sl != nil {
+		b, k, ok := sl.of(p)
+		if ok {
+			sl.users.Add(1)
+			if !sl.used.Load() {
+				sl.used.Store(true)
+			}
+			t.scopesMu.RUnlock()
+			return sl, b, k
+		}
+	}
+	t.scopesMu.RUnlock()
+
 	t.scopesMu.Lock()
 	defer t.scopesMu.Unlock()
-	sl := t.scopes[scope]
+	sl = t.scopes[scope]
 	if sl == nil {
-		sl = &scopeLocal{budgets: make(map[*policy]*retryBudget, 1)}
+		t.order.pass(quietKept, func(k string) bool {
+			s := t.scopes[k]
+			if s == nil {
+				return true
+			}
+			if s.used.Swap(false) || !s.quiet(now) {
+				return false
+			}
+			delete(t.scopes, k)
+			if len(t.spare) < quietKept {
+				t.spare = append(t.spare, s)
+			}
+			return true
+		})
+		if n := len(t.spare); n > 0 {
+			sl = t.spare[n-1]
+			t.spare[n-1] = nil
+			t.spare = t.spare[:n-1]
+			sl.reset()
+		} else {
+			sl = &scopeLocal{budgets: make(map[*policy]*retryBudget, 1)}
+		}
 		if t.paces != nil {
 			sl.limiter.shared = &sharedPace{gate: t.paces, scope: scope}
 		}
 		t.scopes[scope] = sl
+		t.order.push(scope)
+	} else if !sl.used.Load() {
+		sl.used.Store(true)
 	}
+	sl.users.Add(1)
+	if p.limit != (Limit{}) && sl.known[p] == nil {
+		if sl.known == nil {
+			sl.known = make(map[*policy]*known, 1)
+		}
+		sl.known[p] = newKnown(p.limit)
+	}
+	if !p.budget.Disabled && sl.budgets[p] == nil {
+		sl.budgets[p] = newRetryBudget(p.budget)
+	}
+	b, k, _ := sl.of(p)
+	return sl, b, k
+}
+
+// of returns p's retry budget and known limit in the scope, and whether
+// both are there as p needs them. The caller holds the Transport's scopes
+// lock, to read or to write.
+func (sl *scopeLocal) of(p *policy) (*retryBudget, *known, bool) {
 	var k *known
 	if p.limit != (Limit{}) {
 		if k = sl.known[p]; k == nil {
-			if sl.known == nil {
-				sl.known = make(map[*policy]*known, 1)
-			}
-			k = newKnown(p.limit)
-			sl.known[p] = k
+			return nil, nil, false
 		}
 	}
 	if p.budget.Disabled {
-		return sl, nil, k
+		return nil, k, true
 	}
 	b := sl.budgets[p]
-	if b == nil {
-		b = newRetryBudget(p.budget)
-		sl.budgets[p] = b
+	return b, k, b != nil
+}
+
+// reset readies a forgotten scope to be another's: as new, but for its
+// retry budgets, emptied, and the room it had for recent sends. Nothing
+// else holds it: it was quiet when forgotten.
+func (sl *scopeLocal) reset() {
+	budgets, recent := sl.budgets, sl.limiter.recent[:0]
+	for _, b := range budgets {
+		b.reset()
 	}
-	return sl, b, k
+	*sl = scopeLocal{budgets: budgets}
+	sl.limiter.recent = recent
+}
+
+// leave counts a RoundTrip done with the scope.
+func (sl *scopeLocal) leave() { sl.users.Add(-1) }
+
+// stated records at now an answer that leaves the scope state to keep.
+func (sl *scopeLocal) stated(now time.Time) { sl.stateAt.Store(now.UnixNano()) }
+
+// quiet reports whether the scope can be forgotten at now: no RoundTrip
+// uses it, no Limit slot is held, and its state is over. The caller holds
+// the Transport's scopes lock for writing, so no RoundTrip starts to use it
+// meanwhile.
+func (sl *scopeLocal) quiet(now time.Time) bool {
+	n := now.UnixNano()
+	if sl.users.Load() != 0 || sl.heldUntil.Load() > n {
+		return false
+	}
+	keep := wireCheckFor
+	if sl.limiter.active.Load() || sl.limiter.ceil.on.Load() {
+		keep = rules.PaceKeep
+	}
+	for _, b := range sl.budgets {
+		if b != nil {
+			keep = max(keep, b.window())
+		}
+	}
+	if at := sl.stateAt.Load(); at != 0 && n-at < int64(keep) {
+		return false
+	}
+	for _, k := range sl.known {
+		if !k.quiet(now) {
+			return false
+		}
+	}
+	return true
 }

@@ -34,8 +34,10 @@ type Transport struct {
 
 	observe func(Event)
 
-	scopesMu sync.Mutex
+	scopesMu sync.RWMutex
 	scopes   map[string]*scopeLocal
+	order    sweep         // of scopes, to forget the quiet (scope.go)
+	spare    []*scopeLocal // forgotten scopes, to be others' (at most quietKept)
 }
 
 // New returns a Transport that sends through next (http.DefaultTransport
@@ -128,7 +130,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.scope = req.Host
 		}
 	}
-	c.local, c.retries, c.known = t.scope(p, c.scope)
+	c.local, c.retries, c.known = t.scope(p, c.scope, start)
 	c.retries.first(start)
 
 	if p.keyHeader != "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && req.Header.Get(p.keyHeader) == "" {
@@ -140,6 +142,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // end closes the caller's body unless the inner transport has it, and gives
 // back a Limit slot still held, as when the inner transport panicked.
 func (c *call) end() {
+	if c.local != nil {
+		defer c.local.leave()
+	}
 	c.body.close()
 	c.releaseSlot(nil)
 	c.wentCeiling(false)
@@ -265,6 +270,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 
 		now = time.Now()
+		c.local.stated(now)
 		c.took = now.Sub(sent)
 		var hint time.Duration
 		var source string

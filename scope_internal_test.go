@@ -1,0 +1,113 @@
+package heed
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// answering is an in-memory transport that answers by host: a host whose
+// name starts with "throttled" gets a 429 with Retry-After: 1, "blocked"
+// waits on release before its 200, others a 200 at once.
+func answering(release <-chan struct{}) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		status, h := http.StatusOK, http.Header{}
+		switch {
+		case strings.HasPrefix(r.URL.Host, "throttled"):
+			status = http.StatusTooManyRequests
+			h.Set("Retry-After", "1")
+		case strings.HasPrefix(r.URL.Host, "blocked"):
+			<-release
+		}
+		return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+	})
+}
+
+// get sends a GET to host through tr and closes the body, unless keep is
+// set, when it returns the response with its body open.
+func get(t *testing.T, tr *Transport, host string, keep bool) *http.Response {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+host+"/x", nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	if !keep {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return resp
+}
+
+// TestTransportForgetsQuietScopes: a Transport keeps quietKept scopes whose
+// history is only successes, and forgets the rest a few at a time as new
+// ones come; a scope in use, with a Limit slot held, used again since the
+// sweep last passed it, or whose state is not over, is kept.
+func TestTransportForgetsQuietScopes(t *testing.T) {
+	const more = 3 * quietKept // one-request scopes after the one watched
+	tests := []struct {
+		name  string
+		host  string
+		limit Limit
+		keep  bool          // the watched scope's body stays open
+		after time.Duration // how long after its request the others come
+		want  bool          // the watched scope is still kept
+	}{
+		{"a one-request scope", "one.test", Limit{}, false, 0, false},
+		{"a scope used again between the others", "hot.test", Limit{}, false, 0, true},
+		{"a throttled scope, within the wire check's minute", "throttled.test", Limit{}, false, 30 * time.Second, true},
+		{"a throttled scope, a minute on: its hold and wire window over", "throttled2.test", Limit{}, false, 61 * time.Second, false},
+		{"a scope in use", "blocked.test", Limit{}, false, 0, true},
+		{"a scope whose Limit slot a body holds", "slot.test", Limit{InFlight: 2}, true, 0, true},
+		{"a scope whose Limit slot came back", "slot2.test", Limit{InFlight: 2}, false, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				tr := New(answering(release), WithPolicy(Policy{MaxAttempts: 1, Limit: tt.limit}))
+				var wg sync.WaitGroup
+				var open *http.Response
+				if strings.HasPrefix(tt.host, "blocked") {
+					wg.Go(func() { get(t, tr, tt.host, false) })
+					synctest.Wait()
+				} else {
+					open = get(t, tr, tt.host, tt.keep)
+				}
+				tr.scopesMu.RLock()
+				watched := tr.scopes[tt.host]
+				tr.scopesMu.RUnlock()
+				require.NotNil(t, watched)
+				time.Sleep(tt.after)
+				for i := range more {
+					get(t, tr, "h"+strconv.Itoa(i)+".test", false)
+					if tt.host == "hot.test" && i%quietKept == 0 {
+						get(t, tr, tt.host, false)
+					}
+				}
+				tr.scopesMu.RLock()
+				kept := tr.scopes[tt.host]
+				n, queued := len(tr.scopes), tr.order.len()
+				tr.scopesMu.RUnlock()
+				close(release)
+				wg.Wait()
+				if open != nil && tt.keep {
+					open.Body.Close()
+				}
+				assert.Equal(t, n, queued, "every scope queued once")
+				assert.LessOrEqual(t, n, quietKept+2, "one-request scopes beyond quietKept are forgotten")
+				if tt.want {
+					assert.Same(t, watched, kept, "the scope is kept, the same one")
+				} else {
+					assert.Nil(t, kept, "the scope is forgotten")
+				}
+			})
+		})
+	}
+}
