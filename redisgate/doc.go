@@ -24,11 +24,19 @@
 // scope as it is: gates of both kinds do not share their scopes, and the
 // hashes named so are not read, and expire by themselves.
 // Every change is one Lua script on the scope's hash alone, so it is
-// atomic across the fleet. Times are wall-clock Unix milliseconds taken
-// from the clock of the process that calls, so the processes' clocks must
-// agree (as NTP keeps them) to within the precision that matters for the
-// limit; a hold's time is rounded up to the next millisecond, so that no
-// wait is shortened. The hash expires, by a relative PEXPIRE, one second
+// atomic across the fleet. Times are Unix milliseconds on Redis's clock
+// (TIME), which every process reads alike: a gate measures how far its
+// process's clock is from it every 30 seconds (the shortest of three TIME
+// calls, taken as answered halfway through its round trip), and moves
+// every time it writes or reads by that, so a hold of "a second from now"
+// ends a second after the throttle for every process, whatever their
+// clocks say. The measure's error (half the round trip, and whole
+// milliseconds) goes against the hold: ends are written and read that much
+// later. A clock within that error of Redis's is taken as right. A
+// process's clock that jumps between measures, and a date hint (an
+// HTTP-date, a Unix reset), which the process that received it read on its
+// own clock, are not corrected (docs/decisions.md). A hold's time is rounded
+// up to the next millisecond, so that no wait is shortened. The hash expires, by a relative PEXPIRE, one second
 // after the last time it still needs passes: its hold, its quota's reset,
 // the lifetime of the sends it counts in flight, and two periods (at
 // least two seconds) past the start of the episode the inferred quota

@@ -74,6 +74,7 @@ type gate struct {
 	warn     warner
 	inFlight *takes // the buckets of this process's sends in flight
 	local    *local // what this process knows, beside Redis
+	clock    fleetClock
 
 	reassertEvery time.Duration // tests set another
 }
@@ -101,13 +102,14 @@ func (g *gate) args(now time.Time, scope string, more ...any) []any {
 // scope this process knows held until held (Unix milliseconds; 0: not
 // held), and more.
 func (g *gate) argsHeld(now time.Time, held int64, more ...any) []any {
-	return append([]any{now.UnixMilli(), g.life.Milliseconds(), g.margin.Milliseconds(), Horizon.Milliseconds(), held}, more...)
+	return append([]any{g.nowToRedis(now.UnixMilli()), g.life.Milliseconds(), g.margin.Milliseconds(), Horizon.Milliseconds(), g.endToRedis(held)}, more...)
 }
 
 // NotBefore returns the scope's hold or, when its published quota is spent,
 // the quota's reset, if that is later. When Redis fails, it returns what
 // this process knows.
 func (g *gate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
+	g.sync(ctx)
 	now := g.now()
 	nb, err := call(g, ctx, "not before", scope, func(ctx context.Context) (int64, error) {
 		return g.run(ctx, notBeforeScript, scope, g.args(now, scope)).Int64()
@@ -118,7 +120,7 @@ func (g *gate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
 		}
 		return g.local.gate.NotBefore(ctx, scope)
 	}
-	return unixMilli(nb), nil
+	return unixMilli(g.endFromRedis(nb)), nil
 }
 
 // Hold sets the scope's hold to until, rounded up to the millisecond and
@@ -129,6 +131,7 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 	if !until.After(now) {
 		return nil
 	}
+	g.sync(ctx)
 	until = time.UnixMilli(upHorizon(now, until))
 	g.local.hold(scope, until.UnixMilli(), now.UnixMilli())
 	_ = g.local.gate.Hold(ctx, scope, until) // heed.NewGate's never fails
@@ -145,6 +148,7 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 // knows this process's holds and the quotas its responses published,
 // answers instead.
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
+	g.sync(ctx)
 	now := g.now()
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
 		return g.run(ctx, takeScript, scope, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe)).Int64Slice()
@@ -155,7 +159,7 @@ func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 		}
 		at, _ := g.local.gate.Take(ctx, scope) // heed.NewGate's never fails
 		if at.IsZero() {
-			g.admitted(ctx, scope, taken{bucket: now.UnixMilli() / g.life.Milliseconds(), episode: -1, local: true})
+			g.admitted(ctx, scope, taken{bucket: g.nowToRedis(now.UnixMilli()) / g.life.Milliseconds(), episode: -1, local: true})
 		}
 		return at, nil
 	}
@@ -163,7 +167,7 @@ func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("redisgate: take %q: unexpected reply %v", scope, res)
 	}
 	if res[0] > 0 {
-		return time.UnixMilli(res[0]), nil
+		return time.UnixMilli(g.endFromRedis(res[0])), nil
 	}
 	g.admitted(ctx, scope, taken{bucket: res[1], episode: res[2]})
 	return time.Time{}, nil
@@ -195,6 +199,7 @@ func (g *gate) inferArg() int {
 // says that Redis did not.
 func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota, served bool) error {
 	ctx = context.WithoutCancel(ctx)
+	g.sync(ctx)
 	now := g.now()
 	sent := g.inFlight.remove(scope)
 	var has, remaining, reset, ok int64
@@ -211,7 +216,7 @@ func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota, served boo
 		bucket, episode = none.bucket, none.episode
 	}
 	_, err := call(g, ctx, "done", scope, func(ctx context.Context) (int64, error) {
-		return g.run(ctx, doneScript, scope, g.args(now, scope, bucket, has, remaining, reset, episode, ok)).Int64()
+		return g.run(ctx, doneScript, scope, g.args(now, scope, bucket, has, remaining, g.endToRedis(reset), episode, ok)).Int64()
 	})
 	return err
 }
