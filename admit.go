@@ -197,6 +197,9 @@ func (c *call) done(resp *http.Response, now time.Time, served bool) {
 				c.local.published.Store(true)
 			}
 			c.local.stated(now)
+			if until := q.Reset.UnixNano(); until > c.local.quotaUntil.Load() {
+				c.local.quotaUntil.Store(until)
+			}
 		}
 	}
 	if err := c.transport.admit.done(c.ctx, c.scope, q, served, c.episode, now); err != nil {

@@ -29,13 +29,17 @@ type scopeLocal struct {
 	// the gate may answer as a wait
 	published atomic.Bool
 
-	// What keeps the scope from being forgotten: the RoundTrips using it,
-	// a use since the sweep last passed it, and the last answer that was
-	// not delivered at once or that published a quota, in Unix
-	// nanoseconds.
+	// What keeps the scope from being forgotten, beside a hold and a
+	// quota: the RoundTrips using it, a use since the sweep last passed
+	// it, and the last answer that was not delivered at once or that
+	// published a quota, in Unix nanoseconds.
 	users   atomic.Int64
 	used    atomic.Bool
 	stateAt atomic.Int64
+	// quotaUntil is the latest reset of a quota the scope published, in
+	// Unix nanoseconds: the gate keeps the quota until then, and the scope
+	// must know it published one (published).
+	quotaUntil atomic.Int64
 }
 
 // Scopes a Transport keeps when they are quiet, and how long after the last
@@ -131,15 +135,14 @@ func (sl *scopeLocal) of(p *policy) (*retryBudget, *known, bool) {
 }
 
 // reset readies a forgotten scope to be another's: as new, but for its
-// retry budgets, emptied, and the room it had for recent sends. Nothing
-// else holds it: it was quiet when forgotten.
+// retry budgets, emptied. Nothing else holds it: it was quiet when
+// forgotten.
 func (sl *scopeLocal) reset() {
-	budgets, recent := sl.budgets, sl.limiter.recent[:0]
+	budgets := sl.budgets
 	for _, b := range budgets {
 		b.reset()
 	}
 	*sl = scopeLocal{budgets: budgets}
-	sl.limiter.recent = recent
 }
 
 // leave counts a RoundTrip done with the scope.
@@ -154,7 +157,7 @@ func (sl *scopeLocal) stated(now time.Time) { sl.stateAt.Store(now.UnixNano()) }
 // meanwhile.
 func (sl *scopeLocal) quiet(now time.Time) bool {
 	n := now.UnixNano()
-	if sl.users.Load() != 0 || sl.heldUntil.Load() > n {
+	if sl.users.Load() != 0 || sl.heldUntil.Load() > n || sl.quotaUntil.Load() > n {
 		return false
 	}
 	keep := wireCheckFor

@@ -16,7 +16,8 @@ import (
 
 // answering is an in-memory transport that answers by host: a host whose
 // name starts with "throttled" gets a 429 with Retry-After: 1, "blocked"
-// waits on release before its 200, others a 200 at once.
+// waits on release before its 200, "quota" publishes a quota of 5 for two
+// minutes, others a 200 at once.
 func answering(release <-chan struct{}) http.RoundTripper {
 	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 		status, h := http.StatusOK, http.Header{}
@@ -26,6 +27,9 @@ func answering(release <-chan struct{}) http.RoundTripper {
 			h.Set("Retry-After", "1")
 		case strings.HasPrefix(r.URL.Host, "blocked"):
 			<-release
+		case strings.HasPrefix(r.URL.Host, "quota"):
+			h.Set("X-RateLimit-Remaining", "5")
+			h.Set("X-RateLimit-Reset", "120")
 		}
 		return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
 	})
@@ -64,6 +68,8 @@ func TestTransportForgetsQuietScopes(t *testing.T) {
 		{"a throttled scope, within the wire check's minute", "throttled.test", Limit{}, false, 30 * time.Second, true},
 		{"a throttled scope, a minute on: its hold and wire window over", "throttled2.test", Limit{}, false, 61 * time.Second, false},
 		{"a scope in use", "blocked.test", Limit{}, false, 0, true},
+		{"a scope whose published quota resets in two minutes, a minute on", "quota.test", Limit{}, false, 61 * time.Second, true},
+		{"a scope whose published quota has reset", "quota2.test", Limit{}, false, 121 * time.Second, false},
 		{"a scope whose Limit slot a body holds", "slot.test", Limit{InFlight: 2}, true, 0, true},
 		{"a scope whose Limit slot came back", "slot2.test", Limit{InFlight: 2}, false, 0, false},
 	}
@@ -108,6 +114,38 @@ func TestTransportForgetsQuietScopes(t *testing.T) {
 					assert.Nil(t, kept, "the scope is forgotten")
 				}
 			})
+		})
+	}
+}
+
+// TestPanicTellsTheGate: a Classifier that panics after a send was
+// admitted leaves the gate counting nothing in flight, so that the scope
+// can be forgotten, and its quota is counted right.
+func TestPanicTellsTheGate(t *testing.T) {
+	for _, where := range []string{"classifier", "inner transport"} {
+		t.Run(where, func(t *testing.T) {
+			inner := answering(nil)
+			policy := Policy{MaxAttempts: 1}
+			if where == "classifier" {
+				policy.Classify = func(*http.Request, *http.Response, error) Verdict { panic("a classifier's bug") }
+			} else {
+				inner = roundTripperFunc(func(*http.Request) (*http.Response, error) { panic("a transport's bug") })
+			}
+			gate := NewGate().(*memGate)
+			tr := New(inner, WithGate(gate), WithPolicy(policy))
+			func() {
+				defer func() { assert.NotNil(t, recover(), "the panic reaches the caller") }()
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://panics.test/x", nil)
+				require.NoError(t, err)
+				_, _ = tr.RoundTrip(req)
+			}()
+			gate.mu.Lock()
+			defer gate.mu.Unlock()
+			require.Contains(t, gate.scopes, "panics.test")
+			assert.Zero(t, gate.scopes["panics.test"].inflight, "nothing in flight")
+			tr.scopesMu.RLock()
+			defer tr.scopesMu.RUnlock()
+			assert.Zero(t, tr.scopes["panics.test"].users.Load(), "nothing uses the scope")
 		})
 	}
 }

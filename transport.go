@@ -146,6 +146,12 @@ func (c *call) end() {
 		defer c.local.leave()
 	}
 	c.body.close()
+	if c.taken {
+		// A panic (the inner transport's, a Classifier's, an observer's)
+		// between a send's admission and its answer: the gate hears of it,
+		// or counts it in flight for ever.
+		c.done(nil, time.Now(), false)
+	}
 	c.releaseSlot(nil)
 	c.wentCeiling(false)
 	if !c.outAt.IsZero() {

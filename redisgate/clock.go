@@ -5,8 +5,11 @@ package redisgate
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // clockCheck is how often a gate measures its clock against Redis's.
@@ -14,34 +17,50 @@ const clockCheck = 30 * time.Second
 
 // fleetClock is how far Redis's clock is ahead of this process's, as last
 // measured, and how far that measure may be off (both 0 for a clock
-// within that of Redis's). Every time a gate writes
-// to Redis or reads from it is in Redis's clock, so that processes whose
-// clocks disagree agree on when a hold ends: a hold written as "now plus a
-// second" by a process whose clock is behind ends a second after that
-// process's now for every process. The error of the measure is taken
-// against the hold: an end goes to Redis that much later and comes back
-// that much later again, and a "now" goes that much earlier, so that no
-// process finds a hold over before it is, whichever measured.
+// within that of Redis's). Every time a gate writes to Redis or reads from
+// it is in Redis's clock, so that processes whose clocks disagree agree on
+// when a hold ends: a hold written as "now plus a second" by a process
+// whose clock is behind ends a second after that process's now for every
+// process. The error of the measure is taken against the hold: an end goes
+// to Redis that much later and comes back that much later again, and a
+// "now" goes that much earlier, so that no process finds a hold over before
+// it is, whichever measured.
 type fleetClock struct {
-	offset  atomic.Int64 // Redis's time less this process's, in milliseconds
-	slack   atomic.Int64 // how far offset may be off, in milliseconds
-	checked atomic.Int64 // when last measured, this process's Unix ms; 0: never
+	measure atomic.Pointer[clockMeasure] // nil: never measured
+	// checked is when it was last measured, or a failed measure is to be
+	// tried again, in nanoseconds of the monotonic clock since clockBase,
+	// so that a step of the wall clock does not put off the next measure;
+	// 0: never.
+	checked atomic.Int64
 }
+
+// clockMeasure is one measure of a fleetClock, in milliseconds.
+type clockMeasure struct{ offset, slack int64 }
+
+// clockBase is the origin of fleetClock.checked.
+var clockBase = time.Now()
 
 // clockSamples is how many TIME calls a measure makes; the one with the
 // shortest round trip is kept, as the one answered nearest its middle.
 const clockSamples = 3
 
+// clockRetry is how soon a failed measure is tried again.
+const clockRetry = time.Second
+
+// timeScript reads Redis's clock on the node of the key it is given, so
+// that every process of a fleet, in a Cluster too, reads the same one.
+var timeScript = redis.NewScript(`return redis.call('TIME')`)
+
 // sync measures the offset, when it was not measured in the last
 // clockCheck, by clockSamples TIME calls, each taken to have been answered
 // halfway through its round trip. One caller measures while the others use
-// the last measure; a failed measure keeps it (0 before the first), and is
-// tried again at the next clockCheck.
+// the last measure; a failed measure keeps it (none before the first), and
+// is tried again after clockRetry.
 func (g *gate) sync(ctx context.Context) {
 	c := &g.clock
-	now := g.now().UnixMilli()
+	now := int64(time.Since(clockBase)) + 1
 	last := c.checked.Load()
-	if last != 0 && now-last < clockCheck.Milliseconds() || !c.checked.CompareAndSwap(last, now) {
+	if last != 0 && now-last < int64(clockCheck) || !c.checked.CompareAndSwap(last, now) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.timeout)
@@ -51,9 +70,10 @@ func (g *gate) sync(ctx context.Context) {
 	for range clockSamples {
 		before := g.now()
 		redisNow, err := bound(g.bounded, ctx, func(ctx context.Context) (time.Time, error) {
-			return g.client.Time(ctx).Result()
+			return g.redisTime(ctx)
 		})
 		if err != nil {
+			c.checked.CompareAndSwap(now, now-int64(clockCheck-clockRetry))
 			return
 		}
 		after := g.now()
@@ -65,20 +85,40 @@ func (g *gate) sync(ctx context.Context) {
 	// answer to milliseconds. A clock within that of Redis's is taken as
 	// right: processes on one clock, or clocks NTP keeps together, agree
 	// to the millisecond, as they would without the measure.
-	slack := (best / 2).Milliseconds() + 2
-	off := offset.Round(time.Millisecond).Milliseconds()
-	if off >= -slack && off <= slack {
-		off, slack = 0, 0
+	m := &clockMeasure{offset: offset.Round(time.Millisecond).Milliseconds(), slack: (best / 2).Milliseconds() + 2}
+	if m.offset >= -m.slack && m.offset <= m.slack {
+		m = &clockMeasure{}
 	}
-	c.slack.Store(slack)
-	c.offset.Store(off)
+	c.measure.Store(m)
+}
+
+// redisTime reads Redis's clock, on the node of the gate's clock key.
+func (g *gate) redisTime(ctx context.Context) (time.Time, error) {
+	// The key only routes the call: the script reads and writes nothing.
+	res, err := timeScript.Run(ctx, g.client, []string{g.prefix + "{clock}"}).Int64Slice()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(res) != 2 {
+		return time.Time{}, fmt.Errorf("redisgate: TIME: unexpected reply %v", res)
+	}
+	return time.Unix(res[0], res[1]*int64(time.Microsecond)), nil
+}
+
+// measured is the last measure; zero before the first.
+func (g *gate) measured() clockMeasure {
+	if m := g.clock.measure.Load(); m != nil {
+		return *m
+	}
+	return clockMeasure{}
 }
 
 // nowToRedis returns ms, a "now" in Unix milliseconds of this process's
 // clock, in Redis's, as early as the measure may be off: a hold is not
 // found over sooner.
 func (g *gate) nowToRedis(ms int64) int64 {
-	return ms + g.clock.offset.Load() - g.clock.slack.Load()
+	m := g.measured()
+	return ms + m.offset - m.slack
 }
 
 // endToRedis returns ms, an end in Unix milliseconds of this process's
@@ -87,7 +127,8 @@ func (g *gate) endToRedis(ms int64) int64 {
 	if ms == 0 {
 		return 0
 	}
-	return ms + g.clock.offset.Load() + g.clock.slack.Load()
+	m := g.measured()
+	return ms + m.offset + m.slack
 }
 
 // endFromRedis returns ms, an end in Unix milliseconds of Redis's clock, in
@@ -96,5 +137,6 @@ func (g *gate) endFromRedis(ms int64) int64 {
 	if ms == 0 {
 		return 0
 	}
-	return ms - g.clock.offset.Load() + g.clock.slack.Load()
+	m := g.measured()
+	return ms - m.offset + m.slack
 }
