@@ -290,3 +290,47 @@ func TestGatesOfSkewedClocksAgreeOnAHold(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestClockMeasureIsRetriedAndTimedMonotonically: a gate whose measure
+// failed, Redis being down, measures again a second later, not at the next
+// 30 s; one that measured does not again within 30 s of the monotonic
+// clock, unless its wall clock steps, back or forth, when it measures at
+// once; and a measure finds the skew.
+func TestClockMeasureIsRetriedAndTimedMonotonically(t *testing.T) {
+	for _, skew := range []time.Duration{3 * time.Second, -4 * time.Second} {
+		t.Run(skew.String(), func(t *testing.T) {
+			s := startRedis(t)
+			g := newGate(t, s, WithTimeout(200*time.Millisecond))
+			g.now = func() time.Time { return time.Now().Add(skew) }
+
+			s.stop()
+			before := int64(time.Since(clockBase))
+			g.sync(t.Context())
+			assert.Nil(t, g.clock.measure.Load(), "Redis down: no measure")
+			due := g.clock.checked.Load() + int64(clockCheck)
+			assert.GreaterOrEqual(t, due, before+int64(clockRetry), "tried again a second after the measure began")
+			assert.LessOrEqual(t, due, before+int64(clockRetry)+int64(50*time.Millisecond), "not at the next clockCheck")
+
+			s.launch(t)
+			g.clock.checked.Store(g.clock.checked.Load() - int64(clockRetry)) // a second on
+			g.sync(t.Context())
+			m := g.clock.measure.Load()
+			require.NotNil(t, m, "measured once Redis answers")
+			assert.InDelta(t, -skew.Milliseconds(), m.offset, 20, "the offset is the skew, from Redis's side")
+
+			// Within 30 s and no step of the wall clock: no new measure.
+			g.sync(t.Context())
+			assert.Same(t, m, g.clock.measure.Load(), "measured again only after clockCheck")
+
+			// The wall clock steps, back or forth a minute: measured at once.
+			for _, step := range []time.Duration{-time.Minute, time.Minute} {
+				g.now = func() time.Time { return time.Now().Add(skew + step) }
+				g.sync(t.Context())
+				m := g.clock.measure.Load()
+				require.NotNil(t, m)
+				assert.InDelta(t, -(skew + step).Milliseconds(), m.offset, 20, "measured again after a step of %v", step)
+				skew += step
+			}
+		})
+	}
+}
