@@ -34,18 +34,8 @@ type fleetClock struct {
 	checked atomic.Int64
 }
 
-// clockMeasure is one measure of a fleetClock, in milliseconds, and when
-// it was taken on this process's wall clock (Unix ms) and monotonic one
-// (since clockBase, ns): a wall clock that steps since is measured anew.
-type clockMeasure struct{ offset, slack, wallAt, monoAt int64 }
-
-// stepped reports whether the wall clock, read as wall, has moved more
-// than a few milliseconds from the monotonic clock, read as mono, since m
-// was taken.
-func (m *clockMeasure) stepped(wall, mono int64) bool {
-	d := (wall - m.wallAt) - (mono-m.monoAt)/int64(time.Millisecond)
-	return d > m.slack+2 || d < -m.slack-2
-}
+// clockMeasure is one measure of a fleetClock, in milliseconds.
+type clockMeasure struct{ offset, slack int64 }
 
 // clockBase is the origin of fleetClock.checked.
 var clockBase = time.Now()
@@ -62,7 +52,7 @@ const clockRetry = time.Second
 var timeScript = redis.NewScript(`return redis.call('TIME')`)
 
 // sync measures the offset, when it was not measured in the last
-// clockCheck or the wall clock stepped since, by clockSamples TIME calls, each taken to have been answered
+// clockCheck, by clockSamples TIME calls, each taken to have been answered
 // halfway through its round trip. One caller measures while the others use
 // the last measure; a failed measure keeps it (none before the first), and
 // is tried again after clockRetry.
@@ -70,11 +60,7 @@ func (g *gate) sync(ctx context.Context) {
 	c := &g.clock
 	now := int64(time.Since(clockBase)) + 1
 	last := c.checked.Load()
-	due := last == 0 || now-last >= int64(clockCheck)
-	if m := c.measure.Load(); !due && m != nil && m.stepped(g.now().UnixMilli(), now) {
-		due = true // the wall clock stepped: the offset is off by the step
-	}
-	if !due || !c.checked.CompareAndSwap(last, now) {
+	if last != 0 && now-last < int64(clockCheck) || !c.checked.CompareAndSwap(last, now) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.timeout)
@@ -101,9 +87,8 @@ func (g *gate) sync(ctx context.Context) {
 	// to the millisecond, as they would without the measure.
 	m := &clockMeasure{offset: offset.Round(time.Millisecond).Milliseconds(), slack: (best / 2).Milliseconds() + 2}
 	if m.offset >= -m.slack && m.offset <= m.slack {
-		m.offset, m.slack = 0, 0
+		m = &clockMeasure{}
 	}
-	m.wallAt, m.monoAt = g.now().UnixMilli(), int64(time.Since(clockBase))
 	c.measure.Store(m)
 }
 

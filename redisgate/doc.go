@@ -32,13 +32,12 @@
 // ends a second after the throttle for every process, whatever their
 // clocks say. The measure's error (half the round trip, and whole
 // milliseconds) goes against the hold: ends are written and read that much
-// later. A clock within that error of Redis's is taken as right; a step of
-// the process's clock is measured anew at the gate's next call. A date
-// hint (an HTTP-date, a Unix reset), which the process that received it
-// read on its own clock, is not corrected (docs/decisions.md). A hold's
-// time is rounded up to the next millisecond, so that no wait is
-// shortened. The hash expires, by a relative PEXPIRE, one second after the
-// last time it still needs passes: its hold, its quota's reset,
+// later. A clock within that error of Redis's is taken as right. A
+// process's clock that jumps between measures, and a date hint (an
+// HTTP-date, a Unix reset), which the process that received it read on its
+// own clock, are not corrected (docs/decisions.md). A hold's time is rounded
+// up to the next millisecond, so that no wait is shortened. The hash expires, by a relative PEXPIRE, one second
+// after the last time it still needs passes: its hold, its quota's reset,
 // the lifetime of the sends it counts in flight, and two periods (at
 // least two seconds) past the start of the episode the inferred quota
 // measures.
