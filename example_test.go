@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -248,4 +250,48 @@ func ExampleLimit() {
 	fmt.Println("most in flight at the server:", most.Load())
 	// Output:
 	// most in flight at the server: 2
+}
+
+func ExampleWithIdempotencyKey() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Key-Seen", r.Header.Get("Idempotency-Key"))
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: heed.New(nil)}
+	send := func(job string) string {
+		// A job's identity, the same on every run of the job.
+		ctx := heed.WithIdempotencyKey(context.Background(), job)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/renders", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		resp.Body.Close()
+		return resp.Header.Get("X-Key-Seen")
+	}
+	first, again, other := send("render-42"), send("render-42"), send("render-43")
+	fmt.Println(first == again, first != other, len(first))
+	// Output: true true 36
+}
+
+func ExampleWithSlog() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "url" { // vary from run to run
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	client := &http.Client{Transport: heed.New(nil, heed.WithSlog(logger))}
+	resp, err := client.Get(srv.URL + "/v1/status")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	// Output: level=DEBUG msg=delivered op=delivered route=default method=GET attempt=1 status=200 class=deliver reason=ok wait=0s retry_at="" left=0s
 }

@@ -1,8 +1,12 @@
-// Logging: each decision of a Transport as one structured log entry.
+// Logging: each decision of a Transport as one structured log entry, to a
+// zap logger, a log/slog logger, or both, with the same message, keys,
+// levels and redaction.
 
 package heed
 
 import (
+	"context"
+	"log/slog"
 	"net/url"
 	"time"
 
@@ -32,42 +36,75 @@ type decision struct {
 	err     error
 }
 
-// logDecision writes one line for d at level, if the logger wants it. It
-// never logs bodies, headers, URL userinfo or query strings.
-func (t *Transport) logDecision(level zapcore.Level, d *decision) {
+// logDecision writes one line for d at level, to each logger that wants
+// it. It never logs bodies, headers, URL userinfo or query strings.
+func (t *Transport) logDecision(ctx context.Context, level zapcore.Level, d *decision) {
 	op := d.kind.String()
-	ce := t.log.Check(level, op)
-	if ce == nil {
-		return
+	if t.slog != nil {
+		if l := slogLevels[level]; t.slog.Enabled(ctx, l) {
+			var line slogLine
+			d.line(&line, op)
+			t.slog.LogAttrs(ctx, l, op, line...)
+		}
 	}
-	fields := []zap.Field{
-		zap.String("op", op),
-		zap.String("route", d.route),
-		zap.String("method", d.method),
-		zap.String("url", d.redacted()),
-		zap.Int("attempt", d.attempt),
-		zap.Int("status", d.status),
-		zap.String("class", d.verdict.Class.String()),
-		zap.String("reason", d.verdict.Reason),
-		zap.Duration("wait", d.wait),
+	if ce := t.log.Check(level, op); ce != nil {
+		var line zapLine
+		d.line(&line, op)
+		ce.Write(line...)
 	}
+}
+
+// lineWriter takes a log line's fields, one typed call each.
+type lineWriter interface {
+	text(key, value string)
+	number(key string, value int)
+	duration(key string, value time.Duration)
+	instant(key string, value time.Time)
+}
+
+// line gives w the fields of d's log line, in order.
+func (d *decision) line(w lineWriter, op string) {
+	w.text("op", op)
+	w.text("route", d.route)
+	w.text("method", d.method)
+	w.text("url", d.redacted())
+	w.number("attempt", d.attempt)
+	w.number("status", d.status)
+	w.text("class", d.verdict.Class.String())
+	w.text("reason", d.verdict.Reason)
+	w.duration("wait", d.wait)
 	if d.source != "" {
-		fields = append(fields, zap.String("source", d.source))
+		w.text("source", d.source)
 	}
 	if d.stop != "" {
-		fields = append(fields, zap.String("stop", d.stop))
+		w.text("stop", d.stop)
 	}
 	if !d.retryAt.IsZero() {
-		fields = append(fields, zap.Time("retry_at", d.retryAt))
+		w.instant("retry_at", d.retryAt)
 	} else {
-		fields = append(fields, zap.String("retry_at", "")) // no attempt is scheduled
+		w.text("retry_at", "") // no attempt is scheduled
 	}
-	fields = append(fields, zap.Duration("left", d.left))
+	w.duration("left", d.left)
 	if d.err != nil {
-		fields = append(fields, zap.String("error", rules.RedactError(d.err, d.url)))
+		w.text("error", rules.RedactError(d.err, d.url))
 	}
-	ce.Write(fields...)
 }
+
+// zapLine is a log line's fields for zap.
+type zapLine []zap.Field
+
+func (l *zapLine) text(k, v string)                   { *l = append(*l, zap.String(k, v)) }
+func (l *zapLine) number(k string, v int)             { *l = append(*l, zap.Int(k, v)) }
+func (l *zapLine) duration(k string, v time.Duration) { *l = append(*l, zap.Duration(k, v)) }
+func (l *zapLine) instant(k string, v time.Time)      { *l = append(*l, zap.Time(k, v)) }
+
+// slogLine is a log line's fields for log/slog.
+type slogLine []slog.Attr
+
+func (l *slogLine) text(k, v string)                   { *l = append(*l, slog.String(k, v)) }
+func (l *slogLine) number(k string, v int)             { *l = append(*l, slog.Int(k, v)) }
+func (l *slogLine) duration(k string, v time.Duration) { *l = append(*l, slog.Duration(k, v)) }
+func (l *slogLine) instant(k string, v time.Time)      { *l = append(*l, slog.Time(k, v)) }
 
 // redacted returns the decision's URL, redacted.
 func (d *decision) redacted() string {
@@ -75,4 +112,12 @@ func (d *decision) redacted() string {
 		return d.urlText
 	}
 	return rules.RedactURL(d.url)
+}
+
+// slogLevels maps the zap levels heed logs at to slog's.
+var slogLevels = map[zapcore.Level]slog.Level{
+	zapcore.DebugLevel: slog.LevelDebug,
+	zapcore.InfoLevel:  slog.LevelInfo,
+	zapcore.WarnLevel:  slog.LevelWarn,
+	zapcore.ErrorLevel: slog.LevelError,
 }

@@ -4,6 +4,7 @@
 package heed
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -145,6 +146,13 @@ func WithLogger(l *zap.Logger) Option {
 		}
 		t.log = l
 	})
+}
+
+// WithSlog sets a log/slog logger for decisions, with the same messages,
+// keys, levels and redaction as WithLogger's zap lines. Default (also for
+// nil): none. With both set, each gets every line.
+func WithSlog(l *slog.Logger) Option {
+	return optionFunc(func(t *Transport) { t.slog = l })
 }
 
 // WithMaxHold bounds how far ahead one response can hold its scope for the

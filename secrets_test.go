@@ -1,9 +1,12 @@
 package heed_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -65,17 +68,38 @@ func secretRequest(t *testing.T, ctx context.Context, method, base string) *http
 	return req
 }
 
-// secretWitness gathers every text heed produced in one RoundTrip.
+// secretWitness gathers every text heed produced in one RoundTrip: its zap
+// lines, its slog lines (as JSON) and its events.
 type secretWitness struct {
 	logs   *observer.ObservedLogs
+	slog   *lockedBuffer
 	mu     sync.Mutex
 	events []heed.Event
 }
 
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func newSecretTransport(next http.RoundTripper, p heed.Policy) (*heed.Transport, *secretWitness) {
 	log, logs := observed()
-	w := &secretWitness{logs: logs}
-	tr := heed.New(next, heed.WithLogger(log), heed.WithPolicy(p), heed.WithObserver(func(e heed.Event) {
+	w := &secretWitness{logs: logs, slog: &lockedBuffer{}}
+	sl := slog.New(slog.NewJSONHandler(w.slog, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	tr := heed.New(next, heed.WithLogger(log), heed.WithSlog(sl), heed.WithPolicy(p), heed.WithObserver(func(e heed.Event) {
 		w.mu.Lock()
 		w.events = append(w.events, e)
 		w.mu.Unlock()
@@ -95,6 +119,8 @@ func (w *secretWitness) check(t *testing.T, err error) int {
 			texts = append(texts, k+"="+fmt.Sprint(v))
 		}
 	}
+	texts = append(texts, w.slog.String())
+	w.sameLines(t)
 	w.mu.Lock()
 	for _, e := range w.events {
 		texts = append(texts, e.Route, e.Method, e.URL, e.Reason, e.Source, e.Stop)
@@ -124,6 +150,41 @@ func (w *secretWitness) check(t *testing.T, err error) int {
 		}
 	}
 	return len(texts)
+}
+
+// sameLines asserts that the slog logger got the zap logger's lines: the
+// same messages, levels and keys, in the same order.
+func (w *secretWitness) sameLines(t *testing.T) {
+	t.Helper()
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(w.slog.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		lines = append(lines, m)
+	}
+	zl := w.logs.All()
+	require.Len(t, lines, len(zl), "one slog line per zap line")
+	for i, e := range zl {
+		m := lines[i]
+		assert.Equal(t, e.Message, m[slog.MessageKey], "line %d", i)
+		assert.Equal(t, strings.ToUpper(e.Level.String()), m[slog.LevelKey], "line %d", i)
+		var zk, sk []string
+		for k := range e.ContextMap() {
+			zk = append(zk, k)
+		}
+		for k := range m {
+			if k != slog.MessageKey && k != slog.LevelKey && k != slog.TimeKey {
+				sk = append(sk, k)
+			}
+		}
+		assert.ElementsMatch(t, zk, sk, "line %d: the same keys", i)
+		assert.Equal(t, e.ContextMap()["op"], m["op"], "line %d", i)
+		assert.Equal(t, e.ContextMap()["url"], m["url"], "line %d", i)
+		assert.Equal(t, e.ContextMap()["error"], m["error"], "line %d", i)
+	}
 }
 
 // TestLogsAndErrorsHoldNoSecrets runs one request full of secrets down

@@ -6,6 +6,7 @@ package heed
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ type Transport struct {
 	routeSpecs     []routeSpec
 	routes         routes
 	log            *zap.Logger
+	slog           *slog.Logger // nil: none
 	gate           Gate
 	admit          admission // the one way through gate (admission.go)
 	paces          PaceGate  // gate, given, when it keeps the pace (pace.go)
@@ -133,9 +135,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.local, c.retries, c.known = t.scope(p, c.scope, start)
 	c.retries.first(start)
 
-	if p.keyHeader != "" && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && req.Header.Get(p.keyHeader) == "" {
-		c.newKey = newIdempotencyKey()
-	}
+	c.newKey, c.keyName = newKey(req, p.keyHeader)
 	return c.run(start)
 }
 
@@ -183,6 +183,7 @@ type call struct {
 	scope    string
 	body     replay
 	newKey   string // a key heed adds to every attempt, if any
+	keyName  string // the header newKey goes in
 	kept     *kept  // the last attempt's outcome, while GetBody may still fail
 	taken    bool   // a QuotaGate admitted the current send: tell it when done
 	episode  int64  // the episode heed's own gate admitted it in
@@ -386,7 +387,7 @@ func (c *call) decide(level zapcore.Level, d *decision) {
 	if c.transport.observe != nil {
 		d.urlText = c.redactedURL()
 	}
-	c.transport.logDecision(level, d)
+	c.transport.logDecision(c.ctx, level, d)
 	c.transport.notify(c.ctx, d)
 }
 
