@@ -117,8 +117,9 @@ func (a *adaptive) refill(now time.Time) {
 }
 
 // release accounts for a send that ends without a throttle: delivered, or
-// deferred before it was written.
-func (a *adaptive) release(now, sent time.Time, level int64) {
+// deferred before it was written. It reads the clock only when the limiter
+// is on: off, the answer's time teaches it nothing.
+func (a *adaptive) release(sent time.Time, level int64) {
 	if !a.active.Load() {
 		// Under the lock, so that a limiter turning on meanwhile, which
 		// counts the served sends as those gone and no longer in flight,
@@ -134,7 +135,7 @@ func (a *adaptive) release(now, sent time.Time, level int64) {
 		}
 		a.mu.Unlock()
 	}
-	a.answered(now, sent, level, false, 0)
+	a.answered(time.Now(), sent, level, false, 0)
 }
 
 // answered records the answer to an attempt sent at sent: throttled or

@@ -132,7 +132,7 @@ func TestAdaptiveReleasesTheBurstAfterALongHint(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 		for range 6 {
-			a.release(time.Now(), sent, 1) // served
+			a.release(sent, 1) // served
 		}
 		for range 10 {
 			a.answered(time.Now(), sent, 0, true, time.Second) // "come back in 1s"

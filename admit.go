@@ -183,7 +183,7 @@ func (c *call) done(resp *http.Response, now time.Time, served bool) {
 	}
 	c.taken = false
 	var q *Quota
-	if resp != nil && resp.Header["Age"] == nil && publishesQuota(resp.Header) {
+	if resp != nil && publishesQuota(resp.Header) && resp.Header["Age"] == nil {
 		now = time.Now()
 		if wait, _, spent := spentDimension(resp.Header, now); spent {
 			// A spent dimension (dimensions.go) is a hold until its reset,

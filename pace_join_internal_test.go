@@ -145,7 +145,7 @@ func TestUnsentSendsAreNotServed(t *testing.T) {
 		for range 5 {
 			s := time.Now()
 			a.sent(s)
-			a.release(time.Now(), s, 0) // deferred, unsent
+			a.release(s, 0) // deferred, unsent
 		}
 		s = time.Now()
 		a.sent(s)

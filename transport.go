@@ -28,6 +28,7 @@ type Transport struct {
 	routes         routes
 	log            *zap.Logger
 	slog           *slog.Logger // nil: none
+	heard          bool         // some logger or observer may take a decision
 	gate           Gate
 	admit          admission // the one way through gate (admission.go)
 	paces          PaceGate  // gate, given, when it keeps the pace (pace.go)
@@ -61,6 +62,8 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 		t.paces, _ = t.gate.(PaceGate)
 	}
 	t.admit = newAdmission(t.gate)
+	// A logger enabled at no level (zap.NewNop's) hears nothing.
+	t.heard = t.observe != nil || t.slog != nil || t.log.Core().Enabled(zapcore.FatalLevel)
 	t.scopes = make(map[string]*scopeLocal)
 	t.fallbackPolicy = resolve(t.fallback, "default")
 	r, err := compileRoutes(t.routeSpecs)
@@ -156,7 +159,7 @@ func (c *call) end() {
 	c.wentCeiling(false)
 	if !c.outAt.IsZero() {
 		// The inner transport panicked: the send is answered by nothing.
-		c.local.limiter.release(time.Now(), c.outAt, c.outLevel)
+		c.local.limiter.release(c.outAt, c.outLevel)
 		c.outAt = time.Time{}
 	}
 }
@@ -246,7 +249,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 				c.done(nil, sent, false)
 				c.releaseSlot(nil)
 				c.outAt = time.Time{}
-				c.local.limiter.release(time.Now(), sent, 0) // level 0: unsent, it teaches the cap nothing
+				c.local.limiter.release(sent, 0) // level 0: unsent, it teaches the cap nothing
 				return nil, de
 			}
 		}
@@ -270,7 +273,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		if v.Class == Deliver || v.Class == Terminal {
 			c.outAt = time.Time{}
-			c.local.limiter.release(time.Now(), sent, level)
+			c.local.limiter.release(sent, level)
 			d.kind = EventDelivered
 			c.decide(levelFor(v.Class), &d)
 			return resp, err
@@ -384,6 +387,9 @@ func (c *call) redactedURL() string {
 
 // decide logs d at level and tells the observer.
 func (c *call) decide(level zapcore.Level, d *decision) {
+	if !c.transport.heard {
+		return
+	}
 	if c.transport.observe != nil {
 		d.urlText = c.redactedURL()
 	}
