@@ -1,3 +1,5 @@
+// One chat completion: a prompt in, the first choice's text out.
+
 package main
 
 import (
@@ -6,8 +8,8 @@ import (
 	"github.com/openai/openai-go/v3"
 )
 
-// ask sends one chat completion and returns the first choice's text.
-func (c *client) ask(ctx context.Context, model, prompt string) (string, error) {
+// Ask sends one chat completion and returns the first choice's text.
+func (c *client) Ask(ctx context.Context, model, prompt string) (string, error) {
 	resp, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model:    model,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)},

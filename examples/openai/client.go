@@ -1,3 +1,5 @@
+// The OpenAI SDK client, with heed as its HTTP transport.
+
 package main
 
 import (
@@ -5,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/examples/internal/sdkdemo"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/zap"
@@ -22,15 +25,14 @@ var policy = heed.Policy{
 // client is an OpenAI SDK client whose HTTP traffic goes through heed.
 type client struct {
 	openai.Client
-	base *http.Transport
+	hc *http.Client
 }
 
 // newClient returns an SDK client for baseURL. The SDK's own retries are
 // off: it would retry an insufficient_quota 429 and sleep through a
 // deadline. heed is the only retry layer, as the *http.Client's transport.
 func newClient(baseURL, apiKey string, log *zap.Logger) *client {
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	hc := &http.Client{Transport: heed.New(base, heed.WithPolicy(policy), heed.WithLogger(log))}
+	hc := sdkdemo.HTTPClient(heed.WithPolicy(policy), heed.WithLogger(log))
 	return &client{
 		Client: openai.NewClient(
 			option.WithBaseURL(baseURL),
@@ -38,9 +40,9 @@ func newClient(baseURL, apiKey string, log *zap.Logger) *client {
 			option.WithHTTPClient(hc),
 			option.WithMaxRetries(0),
 		),
-		base: base,
+		hc: hc,
 	}
 }
 
 // Close closes the client's idle connections.
-func (c *client) Close() { c.base.CloseIdleConnections() }
+func (c *client) Close() { c.hc.CloseIdleConnections() }

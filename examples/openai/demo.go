@@ -1,11 +1,13 @@
+// The demonstration the program runs against its own fake server.
+
 package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
+	"github.com/heed-go/heed/examples/internal/sdkdemo"
 	"go.uber.org/zap"
 )
 
@@ -27,23 +29,10 @@ var scenarios = []scenario{
 // reports what the caller saw.
 func demo(ctx context.Context, out io.Writer, log *zap.Logger, model string) {
 	for i, s := range scenarios {
-		fmt.Fprintf(out, "%d. %s\n", i+1, s.title)
+		sdkdemo.Title(out, i, s.title)
 		fake := newFakeOpenAI(s.script...)
 		c := newClient(fake.URL(), "sk-fake", log)
-
-		sctx, cancel := context.WithTimeout(ctx, s.deadline)
-		start := time.Now()
-		text, err := c.ask(sctx, model, "Say hello.")
-		took := time.Since(start)
-		cancel()
-
-		if err == nil {
-			fmt.Fprintf(out, "   reply: %q\n", text)
-		} else {
-			fmt.Fprintf(out, "   %s\n", describe(err))
-		}
-		fmt.Fprintf(out, "   requests sent: %d, took %s\n", len(fake.Arrivals()), took.Round(time.Millisecond))
-		c.Close()
+		sdkdemo.AskScene(ctx, out, c, model, s.deadline, func() int { return len(fake.Arrivals()) }, describe)
 		fake.Close()
 	}
 }

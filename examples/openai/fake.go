@@ -1,12 +1,15 @@
+// A fake OpenAI chat completions API on 127.0.0.1 that answers from a
+// script.
+
 package main
 
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"sync"
 	"time"
+
+	"github.com/heed-go/heed/examples/internal/sdkdemo"
 )
 
 // reply is one scripted answer of the fake OpenAI server.
@@ -26,59 +29,31 @@ type arrival struct {
 // from a script, one reply per request, repeating the last one when the
 // script runs out. It records when each request arrived.
 type fakeOpenAI struct {
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	script   []reply
-	arrivals []arrival
+	sdkdemo.Fake[arrival]
+	script []reply
 }
 
 // newFakeOpenAI starts a fake server on 127.0.0.1 that answers with script.
 func newFakeOpenAI(script ...reply) *fakeOpenAI {
 	f := &fakeOpenAI{script: script}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	f.Serve(sdkdemo.Route(http.MethodPost, "/v1/chat/completions", f.serve))
 	return f
 }
 
 // URL is the base URL to give the SDK.
-func (f *fakeOpenAI) URL() string { return f.srv.URL + "/v1/" }
-
-// Close stops the server.
-func (f *fakeOpenAI) Close() { f.srv.Close() }
-
-// Arrivals returns the requests received so far.
-func (f *fakeOpenAI) Arrivals() []arrival {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]arrival(nil), f.arrivals...)
-}
+func (f *fakeOpenAI) URL() string { return f.Fake.URL() + "/v1/" }
 
 func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		http.NotFound(w, r)
-		return
-	}
 	if r.Header.Get("Authorization") == "" {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
-	f.mu.Lock()
-	f.arrivals = append(f.arrivals, arrival{at: time.Now(), retryCount: r.Header.Get("X-Stainless-Retry-Count")})
-	n := len(f.arrivals)
-	rep := reply{status: http.StatusInternalServerError, body: `{"error":{"message":"empty script"}}`}
-	if len(f.script) > 0 {
-		rep = f.script[min(n, len(f.script))-1]
-	}
-	f.mu.Unlock()
+	n := f.Arrive(arrival{at: time.Now(), retryCount: r.Header.Get("X-Stainless-Retry-Count")})
+	rep := sdkdemo.Pick(f.script, n, reply{status: http.StatusInternalServerError, body: `{"error":{"message":"empty script"}}`})
 
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("x-request-id", "req_fake"+strconv.Itoa(n))
-	for k, v := range rep.header {
-		h.Set(k, v)
-	}
-	w.WriteHeader(rep.status)
-	fmt.Fprint(w, rep.body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("x-request-id", "req_fake"+strconv.Itoa(n))
+	sdkdemo.Answer(w, rep.status, rep.header, rep.body)
 }
 
 // completion is a 200 with one choice, and the quota headers OpenAI sends

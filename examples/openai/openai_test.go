@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/examples/internal/sdkdemotest"
 	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,7 +32,7 @@ func TestRateLimitIsWaitedOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	text, err := c.ask(ctx, "gpt-4o-mini", "hello")
+	text, err := c.Ask(ctx, "gpt-4o-mini", "hello")
 
 	require.NoError(t, err)
 	assert.Equal(t, "hi there", text)
@@ -49,7 +48,7 @@ func TestInsufficientQuotaStopsAtOnce(t *testing.T) {
 	fake, c := setup(t, insufficientQuota(), completion("never sent"))
 	start := time.Now()
 
-	_, err := c.ask(context.Background(), "gpt-4o-mini", "hello")
+	_, err := c.Ask(context.Background(), "gpt-4o-mini", "hello")
 
 	var apiErr *openai.Error
 	require.ErrorAs(t, err, &apiErr)
@@ -64,20 +63,15 @@ func TestInsufficientQuotaStopsAtOnce(t *testing.T) {
 func TestDeferralSurvivesTheSDK(t *testing.T) {
 	const asked = 30 * time.Second
 	fake, c := setup(t, rateLimited(asked), completion("never sent"))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+	ctx := sdkdemotest.Context(t, 2*time.Second)
 	start := time.Now()
 
-	_, err := c.ask(ctx, "gpt-4o-mini", "hello")
+	_, err := c.Ask(ctx, "gpt-4o-mini", "hello")
 
 	assert.Less(t, time.Since(start), time.Second, "a deferral returns at once, not at the 2s deadline")
 	// The SDK hands back the *http.Client's error: a *url.Error around
 	// heed's *DeferredError. errors.As and errors.Is see through both.
-	var urlErr *url.Error
-	require.ErrorAs(t, err, &urlErr)
-	var deferred *heed.DeferredError
-	require.ErrorAs(t, err, &deferred)
-	assert.ErrorIs(t, err, heed.ErrDeferred)
+	deferred := sdkdemotest.RequireDeferred(t, err)
 	var apiErr *openai.Error
 	assert.False(t, errors.As(err, &apiErr), "a deferral is not an API error")
 
@@ -92,24 +86,18 @@ func TestDeferralSurvivesTheSDK(t *testing.T) {
 }
 
 func TestRunDemo(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), nil, &out, &errOut)
-	require.Equal(t, exitOK, code, errOut.String())
-	s := out.String()
-	assert.Contains(t, s, `reply: "Hello from the fake OpenAI."`)
-	assert.Contains(t, s, "stopped: 429 insufficient_quota")
-	assert.Contains(t, s, "deferred: rate limited (status 429) after 1 attempt(s)")
+	sdkdemotest.RunDemo(t, run,
+		`reply: "Hello from the fake OpenAI."`,
+		"stopped: 429 insufficient_quota",
+		"deferred: rate limited (status 429) after 1 attempt(s)")
 }
 
 func TestRunAgainstBaseURLDefers(t *testing.T) {
 	fake := newFakeOpenAI(rateLimited(time.Minute))
 	defer fake.Close()
 	t.Setenv("OPENAI_API_KEY", "sk-test")
-	var out, errOut bytes.Buffer
 
-	code := run(context.Background(), []string{"-base-url", fake.URL(), "-deadline", "5s"}, &out, &errOut)
+	sdkdemotest.RunDefers(t, run, "-base-url", fake.URL(), "-deadline", "5s")
 
-	assert.Equal(t, exitDeferred, code)
-	assert.Regexp(t, `^retry-at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$`, out.String())
 	assert.Len(t, fake.Arrivals(), 1)
 }

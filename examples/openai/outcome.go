@@ -1,11 +1,13 @@
+// What an error from the OpenAI SDK means for the caller.
+
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/heed-go/heed"
+	"github.com/heed-go/heed/examples/internal/sdkdemo"
 	"github.com/openai/openai-go/v3"
 )
 
@@ -17,17 +19,14 @@ import (
 // Responses of 400 and above become an *openai.Error carrying the status
 // and OpenAI's error code.
 func describe(err error) string {
-	var deferred *heed.DeferredError
-	var apiErr *openai.Error
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.As(err, &deferred):
-		return fmt.Sprintf("deferred: %s (status %d) after %d attempt(s); the server asked for %s but only %s was left; retry at %s",
-			deferred.Reason, deferred.Status, deferred.Attempts, deferred.Wait.Round(time.Millisecond),
-			deferred.Left.Round(time.Millisecond), deferred.RetryAt.Format(time.RFC3339))
-	case errors.As(err, &apiErr):
-		return fmt.Sprintf("stopped: %d %s: %s", apiErr.StatusCode, apiErr.Code, apiErr.Message)
-	}
-	return "failed: " + err.Error()
+	return sdkdemo.Describe(err,
+		sdkdemo.As(func(d *heed.DeferredError) string {
+			return fmt.Sprintf("deferred: %s (status %d) after %d attempt(s); the server asked for %s but only %s was left; retry at %s",
+				d.Reason, d.Status, d.Attempts, d.Wait.Round(time.Millisecond),
+				d.Left.Round(time.Millisecond), d.RetryAt.Format(time.RFC3339))
+		}),
+		sdkdemo.As(func(e *openai.Error) string {
+			return fmt.Sprintf("stopped: %d %s: %s", e.StatusCode, e.Code, e.Message)
+		}),
+	)
 }
