@@ -212,7 +212,7 @@ func (c *call) request(attempt int) (*http.Request, error) {
 	}
 	out := c.req.Clone(c.ctx)
 	if c.newKey != "" {
-		out.Header.Set(c.keyName, c.newKey)
+		out.Header.Set(c.policy.keyHeader, c.newKey)
 	}
 	if err := c.body.set(out, attempt); err != nil {
 		return nil, fmt.Errorf("heed: replaying request body: %w", err)

@@ -257,11 +257,12 @@ func ExampleWithIdempotencyKey() {
 		w.Header().Set("X-Key-Seen", r.Header.Get("Idempotency-Key"))
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: heed.New(nil)}
+	// The API honours idempotency keys: name its header.
+	client := &http.Client{Transport: heed.New(nil, heed.WithPolicy(heed.Policy{KeyHeader: "Idempotency-Key"}))}
 	send := func(job string) string {
 		// A job's identity, the same on every run of the job.
 		ctx := heed.WithIdempotencyKey(context.Background(), job)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/renders", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/renders", strings.NewReader(`{"prompt":"a fox"}`))
 		resp, err := client.Do(req)
 		if err != nil {
 			return err.Error()

@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heed-go/heed"
 )
@@ -110,4 +112,22 @@ func TestDesignLogKeysOnEveryLine(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestLogToACoreOfLowLevels logs to a core enabled only below error, as
+// the low half of zap's stdout/stderr split is: it hears every line.
+func TestLogToACoreOfLowLevels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core, logs := observer.New(zap.LevelEnablerFunc(func(l zapcore.Level) bool { return l < zapcore.ErrorLevel }))
+		rt := script(tooMany("Retry-After", "1"), ok200)
+		tr := heed.New(rt, heed.WithLogger(zap.New(core)), heed.WithPolicy(exact(heed.Policy{})))
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		var ops []string
+		for _, e := range logs.All() {
+			ops = append(ops, e.Message)
+		}
+		assert.Equal(t, []string{"retry", "delivered"}, ops)
+	})
 }

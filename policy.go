@@ -40,8 +40,8 @@ type Policy struct {
 	Classify    Classifier    // what each response or error means; default DefaultClassifier
 	Scope       string        // names the requests that share holds, quotas, pace and budget; default the host
 	// KeyHeader names an idempotency-key header: a POST or PATCH without
-	// one gets a random key, the same on every attempt; one with it is
-	// replay-safe. Default: none.
+	// one gets a key, the same on every attempt (random, or derived under
+	// WithIdempotencyKey); one with it is replay-safe. Default: none.
 	KeyHeader   string
 	RetryUnsafe bool   // resend Ambiguous failures of non-idempotent requests anyway
 	Budget      Budget // bounds the scope's retries; default: the zero Budget
@@ -144,7 +144,7 @@ func WithLogger(l *zap.Logger) Option {
 		if l == nil {
 			l = zap.NewNop()
 		}
-		t.log = l
+		t.log, t.zapped = l, true
 	})
 }
 

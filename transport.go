@@ -28,6 +28,7 @@ type Transport struct {
 	routes         routes
 	log            *zap.Logger
 	slog           *slog.Logger // nil: none
+	zapped         bool         // WithLogger was given
 	heard          bool         // some logger or observer may take a decision
 	gate           Gate
 	admit          admission // the one way through gate (admission.go)
@@ -62,8 +63,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 		t.paces, _ = t.gate.(PaceGate)
 	}
 	t.admit = newAdmission(t.gate)
-	// A logger enabled at no level (zap.NewNop's) hears nothing.
-	t.heard = t.observe != nil || t.slog != nil || t.log.Core().Enabled(zapcore.FatalLevel)
+	t.heard = t.observe != nil || t.slog != nil || t.zapped
 	t.scopes = make(map[string]*scopeLocal)
 	t.fallbackPolicy = resolve(t.fallback, "default")
 	r, err := compileRoutes(t.routeSpecs)
@@ -138,7 +138,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.local, c.retries, c.known = t.scope(p, c.scope, start)
 	c.retries.first(start)
 
-	c.newKey, c.keyName = newKey(req, p.keyHeader)
+	c.newKey = c.giveKey()
 	return c.run(start)
 }
 
@@ -186,7 +186,6 @@ type call struct {
 	scope    string
 	body     replay
 	newKey   string // a key heed adds to every attempt, if any
-	keyName  string // the header newKey goes in
 	kept     *kept  // the last attempt's outcome, while GetBody may still fail
 	taken    bool   // a QuotaGate admitted the current send: tell it when done
 	episode  int64  // the episode heed's own gate admitted it in
