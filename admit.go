@@ -171,19 +171,19 @@ func (c *call) waitDecision(attempt int, now time.Time, wait time.Duration, reas
 const maxGateSpread = 20 * time.Millisecond
 
 // done tells a QuotaGate that the send it admitted was answered, with the
-// quota the response published, and whether it was served (answered, not
-// throttled). A response served by a cache (one with an Age header)
+// quota the response published (m are its header's marks), and whether it
+// was served (answered, not throttled). A response served by a cache (one with an Age header)
 // publishes nothing, as the RateLimit fields draft says.
 //
 // now is the time the send went, which serves when the response publishes
 // nothing; the clock is read when it does.
-func (c *call) done(resp *http.Response, now time.Time, served bool) {
+func (c *call) done(resp *http.Response, m marks, now time.Time, served bool) {
 	if !c.taken {
 		return
 	}
 	c.taken = false
 	var q *Quota
-	if resp != nil && publishesQuota(resp.Header) && resp.Header["Age"] == nil {
+	if resp != nil && m&(markQuota|markAge) == markQuota {
 		now = time.Now()
 		if wait, _, spent := spentDimension(resp.Header, now); spent {
 			// A spent dimension (dimensions.go) is a hold until its reset,

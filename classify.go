@@ -132,13 +132,26 @@ func keyedClassifier(keyHeader string) Classifier {
 // classify is DefaultClassifier, with keyHeader as one more name of an
 // idempotency-key header ("" for none).
 func classify(req *http.Request, resp *http.Response, err error, keyHeader string) Verdict {
+	var m marks
+	if resp != nil {
+		m = markHeader(resp.Header)
+	}
+	return classifyMarked(req, resp, err, keyHeader, m)
+}
+
+// classifyMarked is classify of a response whose header's marks are m.
+func classifyMarked(req *http.Request, resp *http.Response, err error, keyHeader string, m marks) Verdict {
 	if err != nil {
 		return classifyError(req, err)
 	}
 	if resp == nil {
 		return Verdict{Class: Ambiguous, Reason: "transport error"}
 	}
-	switch shouldRetry(resp.Header) {
+	should := shouldRetryUnset
+	if m&markShouldRetry != 0 {
+		should = shouldRetry(resp.Header)
+	}
+	switch should {
 	case shouldRetryNo:
 		return Verdict{Class: Terminal, Reason: "should not retry"}
 	case shouldRetryYes:

@@ -191,6 +191,7 @@ type policy struct {
 	limit       Limit
 	maxWaiting  int
 	keyHeader   string // canonical form
+	builtin     bool   // classify is DefaultClassifier's, told of keyHeader, and nothing more
 	retryUnsafe bool
 	budget      Budget
 	peekSuccess bool
@@ -248,10 +249,12 @@ func resolve(p Policy, name string) *policy {
 		if r.keyHeader != "" {
 			r.classify = keyedClassifier(r.keyHeader)
 		}
+		r.builtin = true
 	}
 	if p.PeekSuccess {
 		r.peekSuccess = true
 		r.classify = successClassifier(r.classify)
+		r.builtin = false
 	}
 	r.public = Policy{
 		Name: r.name, MaxAttempts: r.maxAttempts, MaxElapsed: r.maxElapsed, MaxWait: r.maxWait,

@@ -18,28 +18,8 @@ type Quota struct {
 }
 
 // publishesQuota reports whether h has a field that quota reads a remaining
-// count from, so that the caller can skip quota, and reading the clock for
-// it, on the common response that has none. A small header (up to 8 keys,
-// where Go's map hashes every long key it is asked for) is looked at key by
-// key; a larger one is asked for each field.
-func publishesQuota(h http.Header) bool {
-	if len(h) > 8 {
-		return h["Ratelimit"] != nil || h["Ratelimit-Remaining"] != nil ||
-			h["X-Ratelimit-Remaining"] != nil || h["X-Rate-Limit-Remaining"] != nil ||
-			h["X-Ratelimit-Remaining-Requests"] != nil || h["Anthropic-Ratelimit-Requests-Remaining"] != nil
-	}
-	for k := range h {
-		if len(k) < len("Ratelimit") || k[0] != 'R' && k[0] != 'X' && k[0] != 'A' {
-			continue
-		}
-		switch k {
-		case "Ratelimit", "Ratelimit-Remaining", "X-Ratelimit-Remaining", "X-Rate-Limit-Remaining",
-			"X-Ratelimit-Remaining-Requests", "Anthropic-Ratelimit-Requests-Remaining":
-			return true
-		}
-	}
-	return false
-}
+// count from (marks.go).
+func publishesQuota(h http.Header) bool { return markHeader(h)&markQuota != 0 }
 
 // quota reads the quota a response publishes: the scope may send remaining
 // more requests before the quota is restored, reset from now. The first

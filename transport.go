@@ -153,7 +153,7 @@ func (c *call) end() {
 		// A panic (the inner transport's, a Classifier's, an observer's)
 		// between a send's admission and its answer: the gate hears of it,
 		// or counts it in flight for ever.
-		c.done(nil, time.Now(), false)
+		c.done(nil, 0, time.Now(), false)
 	}
 	c.releaseSlot(nil)
 	c.wentCeiling(false)
@@ -207,13 +207,13 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		passed := sent
 		if c.known != nil {
 			if sent, err = c.passLimit(attempt, sent); err != nil {
-				c.done(nil, sent, false)
+				c.done(nil, 0, sent, false)
 				return nil, err
 			}
 		}
 		if c.local.limiter.ceil.on.Load() {
 			if sent, err = c.passCeiling(attempt, sent); err != nil {
-				c.done(nil, sent, false)
+				c.done(nil, 0, sent, false)
 				c.releaseSlot(nil)
 				return nil, err
 			}
@@ -222,7 +222,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			// It waited for a slot after the gate let it through: a hold
 			// may have been set meanwhile, here or elsewhere.
 			if sent, err = c.awaitHold(attempt, true, "gate"); err != nil {
-				c.done(nil, sent, false)
+				c.done(nil, 0, sent, false)
 				c.releaseSlot(nil)
 				c.wentCeiling(false)
 				return nil, err
@@ -230,7 +230,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		out, err := c.request(attempt)
 		if err != nil {
-			c.done(nil, sent, false)
+			c.done(nil, 0, sent, false)
 			c.releaseSlot(nil)
 			c.wentCeiling(false)
 			return c.replayFailed(attempt, err)
@@ -245,7 +245,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			var de *DeferredError
 			if resp, de = check.finish(resp, err); de != nil {
 				// Deferred before a byte of it was written.
-				c.done(nil, sent, false)
+				c.done(nil, 0, sent, false)
 				c.releaseSlot(nil)
 				c.outAt = time.Time{}
 				c.local.limiter.release(sent, 0) // level 0: unsent, it teaches the cap nothing
@@ -261,8 +261,17 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if resp != nil {
 			c.status = resp.StatusCode
 		}
-		v := p.classify(out, resp, err)
-		c.done(resp, sent, resp != nil && v.Class != Throttled)
+		var m marks
+		if resp != nil {
+			m = markHeader(resp.Header)
+		}
+		var v Verdict
+		if p.builtin {
+			v = classifyMarked(out, resp, err, p.keyHeader, m)
+		} else {
+			v = p.classify(out, resp, err)
+		}
+		c.done(resp, m, sent, resp != nil && v.Class != Throttled)
 
 		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
 		if c.transport.observe != nil {
