@@ -51,7 +51,7 @@ func TestDeferralWaitsForRetryAtWithoutUsingAnAttempt(t *testing.T) {
 			api := newFakeAPI(t, map[string][]answer{
 				"/v1/images": {{status: http.StatusTooManyRequests, retryAfter: strconv.Itoa(retryAfter)}},
 			})
-			client := heedClient(t, heed.Policy{MaxWait: 100 * time.Millisecond}) // any hint defers
+			client := heedClient(t, heed.Policy{MaxWait: 100 * time.Millisecond, KeyHeader: keyHeader}) // any hint defers
 			var log runLog
 			handler := func(ctx context.Context, task *asynq.Task) error {
 				n, _ := asynq.GetRetryCount(ctx)

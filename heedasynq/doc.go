@@ -2,14 +2,16 @@
 // heed defers (a *heed.DeferredError, the server's wait not fitting the
 // task's time) goes back to asynq until the RetryAt the error carries,
 // without using up one of the task's retries, and runs again with the same
-// idempotency keys on its POSTs.
+// idempotency keys on its writes.
 //
 //	cfg := asynq.Config{Concurrency: 10}
 //	heedasynq.Configure(&cfg)       // before asynq.NewServer
 //	mux := asynq.NewServeMux()
 //	mux.Use(heedasynq.Middleware)   // stable keys for every task
 //
-// The handler returns the error its HTTP call gave, wrapped or not.
+// The handler sends through a heed Transport, with Policy.KeyHeader set on
+// the routes whose API honours idempotency keys, and returns the error its
+// HTTP call gave, wrapped or not.
 //
 // # When the task runs again
 //
@@ -49,12 +51,35 @@
 // # The same key on every run
 //
 // Middleware runs each task under heed.WithIdempotencyKey with a key made
-// of the task's queue and ID (asynq.GetQueueName, asynq.GetTaskID). Both
-// stay the same across retries, deferrals and the recovery of a task whose
-// worker crashed, so the n-th POST or PATCH of a run to one method, host
-// and path gets the same Idempotency-Key on every run: a create the API
-// applied before a failure is recognised when it is sent again. Two tasks
-// get different keys, as do requests to different paths within a run.
+// of the task's queue, type and ID (asynq.GetQueueName, asynq.GetTaskID)
+// and a SHA-256 of its payload. All stay the same across retries,
+// deferrals and the recovery of a task whose worker crashed. heed adds a
+// key only to a POST or PATCH whose Policy names a KeyHeader and that
+// carries none of its own: set Policy.KeyHeader on the routes whose API
+// honours idempotency keys (Stripe, and similar); without it nothing is
+// added and an unkeyed POST stays not replay-safe. Under the task's context
+// that key is derived, not random: from the task's key, the write's
+// method, host, path and query, a SHA-256 of its body, and how many
+// earlier writes of the run had that same method, URL and body. So a write
+// sent again on a later run carries the key it had before, and a create
+// the API applied before a failure is recognised; two different writes
+// never share a key, whatever their order; a handler that skips the
+// writes it finds done is safe. A body heed cannot read again (streamed
+// past its buffer, or sent by a one-attempt policy without GetBody) gets a
+// random key.
+//
+// An SDK that sets its own key keeps it: stripe-go puts a random one on
+// every write, so inside a task set the params' IdempotencyKey from the
+// task yourself. A retry made above heed, such as an SDK's own retry loop,
+// is a new request: the second identical send of a run is a later write
+// and gets another key; turn such retries off and let heed retry.
+//
+// A task ID you choose (asynq.TaskID) names the work: a task enqueued
+// again under it once the first is gone, with the same type and payload,
+// is the same work and gets the same keys, so the API answers its writes
+// with the first task's replies. Do not reuse an ID for new work whose
+// payload is identical; put what tells the works apart (a date, a
+// sequence number) in the payload or the ID.
 //
 // heedasynq is a module of its own, github.com/heed-go/heed/heedasynq, so
 // that programs using heed without asynq do not download or build it.

@@ -18,16 +18,16 @@ import (
 // A worker whose handler calls a rate-limited API through heed: a 429 whose
 // wait does not fit the task's time puts the task back until RetryAt,
 // without using up a retry, and the create sent again carries the same
-// Idempotency-Key.
+// Idempotency-Key: the API honours keys, so its Policy names the header.
 func Example() {
-	client := &http.Client{Transport: heed.New(nil)}
+	client := &http.Client{Transport: heed.New(nil, heed.WithPolicy(heed.Policy{KeyHeader: "Idempotency-Key"}))}
 
 	cfg := asynq.Config{Concurrency: 10}
 	heedasynq.Configure(&cfg) // deferrals wait for RetryAt and are no failure
 	srv := asynq.NewServer(asynq.RedisClientOpt{Addr: "127.0.0.1:6379"}, cfg)
 
 	mux := asynq.NewServeMux()
-	mux.Use(heedasynq.Middleware) // one key per task, the same on every run
+	mux.Use(heedasynq.Middleware) // each write keeps its key on every run
 	mux.HandleFunc("image:create", func(ctx context.Context, t *asynq.Task) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.example/v1/images", nil)
 		if err != nil {

@@ -112,6 +112,10 @@ func (l testLogger) Warn(args ...any)  { l.t.Log(append([]any{"asynq warn:"}, ar
 func (l testLogger) Error(args ...any) { l.t.Log(append([]any{"asynq error:"}, args...)...) }
 func (l testLogger) Fatal(args ...any) { l.t.Fatal(append([]any{"asynq fatal:"}, args...)...) }
 
+// keyHeader is the idempotency-key header the fake API reads, named in the
+// Policy of every test that expects heed to add a key.
+const keyHeader = "Idempotency-Key"
+
 // heedClient returns an http.Client sending through a heed Transport with
 // policy p over a transport of its own, closed when t ends.
 func heedClient(t *testing.T, p heed.Policy) *http.Client {
@@ -159,7 +163,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.seen = append(f.seen, request{
 		at: time.Now(), method: r.Method, path: r.URL.Path,
-		task: r.Header.Get("X-Task"), key: r.Header.Get("Idempotency-Key"),
+		task: r.Header.Get("X-Task"), key: r.Header.Get(keyHeader),
 	})
 	a := answer{status: http.StatusCreated}
 	if script := f.answers[r.URL.Path]; len(script) > 0 {

@@ -1,5 +1,6 @@
 // The idempotency key Middleware gives a task's requests: the same across
-// the task's runs, different between tasks and between paths.
+// the task's runs, different between tasks, between writes and between
+// works under one reused task ID.
 
 package heedasynq_test
 
@@ -26,7 +27,7 @@ func TestKeysStayWithTheTask(t *testing.T) {
 	throttling := newFakeAPI(t, map[string][]answer{
 		"/v1/deferred": {{status: http.StatusTooManyRequests, retryAfter: "1"}},
 	})
-	client := heedClient(t, heed.Policy{MaxWait: 100 * time.Millisecond})
+	client := heedClient(t, heed.Policy{MaxWait: 100 * time.Millisecond, KeyHeader: keyHeader})
 	errFlaky := errors.New("flaky downstream")
 	var fallbackCalls atomic.Int32
 	cfg := asynq.Config{
@@ -103,22 +104,84 @@ func TestKeysStayWithTheTask(t *testing.T) {
 	assert.NotEqual(t, failingUploads[0], otherUploads[0], "two tasks share a key")
 }
 
+// TestReusedTaskIDKeys: a task ID of the caller's choosing (asynq.TaskID,
+// enqueued again once the task before it is gone) names the work with the
+// task's type and payload: the same type and payload under it get the same
+// key, as a re-enqueue of the same work should, and another payload or type
+// gets another, so new work whose requests are sent alike (the same POST,
+// the same empty body) is not answered with the old work's reply.
+func TestReusedTaskIDKeys(t *testing.T) {
+	api := newFakeAPI(t, nil)
+	client := heedClient(t, heed.Policy{KeyHeader: keyHeader})
+	done := make(chan struct{}, 1)
+	handler := func(ctx context.Context, task *asynq.Task) error {
+		// The request names neither the payload nor the type.
+		err := post(ctx, client, api.URL+"/v1/invoices", "invoice")
+		done <- struct{}{}
+		return err
+	}
+	aq, insp := startAsynq(t, startRedis(t), asynq.Config{}, handler)
+	const id = "send-invoice:user-42"
+	tasks := []struct{ typ, payload string }{
+		{"send", "monday"},
+		{"send", "tuesday"}, // new work under the reused ID
+		{"send", "monday"},  // the first work enqueued again
+		{"mail", "monday"},  // another type
+	}
+	for _, tk := range tasks {
+		// asynq deletes a task without Retention once it is done; until
+		// then the ID is taken.
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			_, err = aq.Enqueue(asynq.NewTask(tk.typ, []byte(tk.payload)), asynq.Queue(queue), asynq.TaskID(id))
+			if !errors.Is(err, asynq.ErrTaskIDConflict) || time.Now().After(deadline) {
+				break
+			}
+		}
+		require.NoError(t, err)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("task %v not run", tk)
+		}
+	}
+	_, err := insp.GetTaskInfo(queue, id)
+	for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		_, err = insp.GetTaskInfo(queue, id)
+	}
+	require.ErrorIs(t, err, asynq.ErrTaskNotFound, "the last task is gone")
+
+	sent := api.requests("invoice")
+	require.Len(t, sent, len(tasks))
+	for _, r := range sent {
+		require.NotEmpty(t, r.key)
+	}
+	assert.NotEqual(t, sent[0].key, sent[1].key, "new work under a reused ID gets the old work's key")
+	assert.Equal(t, sent[0].key, sent[2].key, "the same work enqueued again under its ID")
+	assert.NotEqual(t, sent[0].key, sent[3].key, "another type under a reused ID")
+}
+
 // TestMiddlewareOutsideAServer: a context that carries no task ID is
-// passed on unchanged, so a handler called directly sends no derived key.
+// passed on unchanged: a handler called directly sends heed's random key
+// on each call, and under a key of the caller's own, the key heed derives
+// from that one, as a request sent outside the Middleware gets.
 func TestMiddlewareOutsideAServer(t *testing.T) {
 	api := newFakeAPI(t, nil)
-	client := heedClient(t, heed.Policy{})
+	client := heedClient(t, heed.Policy{KeyHeader: keyHeader})
 	h := heedasynq.Middleware(asynq.HandlerFunc(func(ctx context.Context, task *asynq.Task) error {
 		return post(ctx, client, api.URL+"/v1/images", "direct")
 	}))
-	require.NoError(t, h.ProcessTask(context.Background(), asynq.NewTask("work", nil)))
-	sent := api.requests("direct")
-	require.Len(t, sent, 1)
-	assert.Empty(t, sent[0].key)
-
-	// Under a key of the caller's own, heed derives one as usual.
+	for range 2 {
+		require.NoError(t, h.ProcessTask(context.Background(), asynq.NewTask("work", nil)))
+	}
 	require.NoError(t, h.ProcessTask(heed.WithIdempotencyKey(context.Background(), "job-1"), asynq.NewTask("work", nil)))
-	sent = api.requests("direct")
-	require.Len(t, sent, 2)
-	assert.NotEmpty(t, sent[1].key)
+	require.NoError(t, post(heed.WithIdempotencyKey(context.Background(), "job-1"), client, api.URL+"/v1/images", "direct"))
+
+	sent := api.requests("direct")
+	require.Len(t, sent, 4)
+	for _, r := range sent {
+		require.NotEmpty(t, r.key)
+	}
+	assert.NotEqual(t, sent[0].key, sent[1].key, "no task ID: heed's random key")
+	assert.Equal(t, sent[3].key, sent[2].key, "the caller's key, not one of the Middleware's")
 }

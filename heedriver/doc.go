@@ -12,17 +12,39 @@
 // For every job it works, the Middleware:
 //
 //   - puts heed.WithIdempotencyKey on the Work context, with a key made of
-//     the job's kind, ID and creation time, so every POST or PATCH the job
-//     sends carries the same Idempotency-Key on every attempt, snooze and
-//     redelivery of that job, and a different one in any other job;
+//     the job's kind, ID and creation time, so that each write the job
+//     sends through a heed Transport that keys it carries the key it had
+//     on an earlier attempt, snooze or redelivery of that job (see below),
+//     and no key of any other job;
 //   - turns an error wrapping *heed.DeferredError into river.JobSnooze until
 //     RetryAt, rounded up, so no worker picks the job up before RetryAt and
 //     the snooze costs no attempt;
 //   - with WithCancelTerminal, turns a *TerminalError (see Terminal) into
 //     river.JobCancel, so a failure no retry fixes is not retried;
-//   - with WithPauseQueue, pauses the job's queue until RetryAt, resumed by a
-//     ResumeArgs job stored in the database, so a crash cannot leave the
-//     queue paused.
+//   - with WithPauseQueue, pauses the job's queue until RetryAt when the
+//     deferral carries the server's wait, resumed by a ResumeArgs job
+//     stored in the database, so a crash cannot leave the queue paused.
+//
+// # Which writes get a key
+//
+// heed adds a key only to a POST or PATCH whose Policy names a KeyHeader and
+// that carries none of its own: set Policy.KeyHeader on the routes whose
+// API honours idempotency keys (Stripe, and similar). Without it nothing is
+// added, and an unkeyed POST stays not replay-safe. Under the job's context
+// the key is derived, not random: from the job's key, the write's method,
+// host, path and query, a SHA-256 of its body, and how many earlier writes
+// of the same attempt had that same method, URL and body. So two different
+// writes of a job never share a key, whatever their order; the same write
+// sent again on a later attempt gets the key it had; a job that skips the
+// writes it finds done is safe. A body heed cannot read again (streamed
+// past its buffer, or sent by a one-attempt policy without GetBody) gets a
+// random key.
+//
+// An SDK that sets its own key keeps it: stripe-go puts a random one on
+// every write, so inside a job set the params' IdempotencyKey from the job
+// yourself. A retry made above heed, such as an SDK's own retry loop, is a
+// new request: the second identical send of an attempt is a later write
+// and gets another key; turn such retries off and let heed retry.
 //
 // # What River does with a snooze
 //

@@ -38,6 +38,7 @@ type riverClient interface {
 	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
 	QueueGet(ctx context.Context, name string) (*rivertype.Queue, error)
+	QueuePause(ctx context.Context, name string, opts *river.QueuePauseOpts) error
 	Subscribe(kinds ...river.EventKind) (<-chan *river.Event, func())
 }
 
@@ -295,7 +296,7 @@ func newFakeAPI(t *testing.T, script func(n int) answer) *fakeAPI {
 
 func (a *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
-	key := r.Header.Get("Idempotency-Key")
+	key := r.Header.Get(keyHeader)
 	a.mu.Lock()
 	a.reqs = append(a.reqs, apiRequest{At: time.Now(), Path: r.URL.Path, Key: key})
 	n := a.seen[key]
@@ -370,9 +371,13 @@ func throttleOnce(after int) func(n int) answer {
 	}
 }
 
+// keyHeader is the idempotency-key header the fake API honours, named in
+// the Policy of every test that expects heed to add a key.
+const keyHeader = "Idempotency-Key"
+
 // deferringPolicy defers any wait over 100 ms: every Retry-After the fake
-// API gives.
-var deferringPolicy = heed.Policy{MaxWait: 100 * time.Millisecond}
+// API gives. It keys every POST.
+var deferringPolicy = heed.Policy{MaxWait: 100 * time.Millisecond, KeyHeader: keyHeader}
 
 // waitJob polls job id until it is in state, failing t after limit.
 func waitJob(t *testing.T, c riverClient, id int64, state rivertype.JobState, limit time.Duration) *rivertype.JobRow {

@@ -1,5 +1,5 @@
-// The idempotency key of a job: the same on every attempt, snooze and
-// redelivery of one job, different in every other.
+// The key a job's idempotency keys are derived from: the same on every
+// attempt, snooze and redelivery of one job, different in every other.
 
 package heedriver
 

@@ -17,7 +17,7 @@ import (
 // snooze), or the API applied the POST and the response was lost.
 func TestKeyAcrossAttemptSnoozeAndRedelivery(t *testing.T) {
 	t.Parallel()
-	lostPolicy := heed.Policy{MaxAttempts: 1} // the lost response goes back to the worker
+	lostPolicy := heed.Policy{MaxAttempts: 1, KeyHeader: keyHeader} // the lost response goes back to the worker
 	cases := []struct {
 		name          string
 		script        func(n int) answer

@@ -5,6 +5,7 @@ package heedriver
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/heed-go/heed"
@@ -12,9 +13,9 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// Middleware is a River worker middleware that gives every job one
-// idempotency key and turns heed's deferrals into snoozes; see the package
-// documentation. TTx is the client's transaction type (pgx.Tx for
+// Middleware is a River worker middleware that runs every job under a key
+// its writes' idempotency keys are derived from and turns heed's deferrals
+// into snoozes; see the package documentation. TTx is the client's transaction type (pgx.Tx for
 // riverpgxv5, *sql.Tx for riversqlite), needed only to find the client in
 // Work's context when WithPauseQueue is set.
 //
@@ -49,8 +50,9 @@ func New[TTx any](opts ...Option) *Middleware[TTx] {
 //     river.JobCancel(err): cancelled, however many attempts are left;
 //   - one wrapping a *heed.DeferredError, to river.JobSnooze until its
 //     RetryAt, joined with the error so that outer middleware still sees
-//     the deferral; with WithPauseQueue, the job's queue is paused first,
-//     and a failure to pause it is joined too (the job snoozes anyway);
+//     the deferral; with WithPauseQueue and a deferral that carries the
+//     server's wait (see WithPauseQueue), the job's queue is paused first, and
+//     a failure to pause it is joined too (the job snoozes anyway);
 //   - any other, as it is: River's retry policy applies.
 func (m *Middleware[TTx]) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
 	err := doInner(heed.WithIdempotencyKey(ctx, jobKey(job)))
@@ -71,7 +73,7 @@ func (m *Middleware[TTx]) Work(ctx context.Context, job *rivertype.JobRow, doInn
 	case errors.As(err, &de):
 		now := time.Now()
 		wait := snoozeFor(de.RetryAt, now)
-		if wait > 0 && m.cfg.resumeQueue != "" && job.Queue != m.cfg.resumeQueue {
+		if wait > 0 && m.cfg.resumeQueue != "" && job.Queue != m.cfg.resumeQueue && serverWait(de) {
 			if perr := m.pause(ctx, job.Queue, now.Add(wait)); perr != nil {
 				return errors.Join(river.JobSnooze(wait), err, perr)
 			}
@@ -93,4 +95,29 @@ func (m *Middleware[TTx]) InsertMany(ctx context.Context, manyParams []*rivertyp
 		}
 	}
 	return doInner(ctx)
+}
+
+// serverWait reports whether de carries a wait the server set, the only
+// deferral that pauses a queue: a hold at heed's gate ("cooling down": a
+// throttle's or a spent quota's wait, set by a response to this request or
+// another of its scope), or a deferral after a response that was a
+// throttle (status 429 or 503, or a reason DefaultClassifier gives a
+// throttle: "rate limited" for GitHub's 403 or an AWS throttling 400,
+// "overloaded" for 529). A wait heed chose is no reason to stop the queue:
+// a backoff after a 5xx, "pacing", "concurrency limit" or "queue full",
+// even when the last response before it was a 429.
+func serverWait(de *heed.DeferredError) bool {
+	switch de.Reason {
+	case "cooling down":
+		return true
+	case "pacing", "concurrency limit", "queue full":
+		return false
+	}
+	switch {
+	case de.Status == 0:
+		return false
+	case de.Status == http.StatusTooManyRequests, de.Status == http.StatusServiceUnavailable:
+		return true
+	}
+	return de.Reason == "rate limited" || de.Reason == "overloaded"
 }

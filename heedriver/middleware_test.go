@@ -3,6 +3,7 @@ package heedriver_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -109,7 +110,7 @@ func TestWorkKey(t *testing.T) {
 		keys <- r.Header.Get("Idempotency-Key")
 	}))
 	defer srv.Close()
-	tr := heed.New(nil)
+	tr := heed.New(nil, heed.WithPolicy(heed.Policy{KeyHeader: keyHeader}))
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	mw := heedriver.New[any]()
@@ -178,8 +179,107 @@ func TestTerminal(t *testing.T) {
 		assert.Equal(t, "https://api.example/v1/items", te.URL)
 		assert.Equal(t, "heedriver: POST https://api.example/v1/items: terminal: "+tc.reason+" (status "+strconv.Itoa(tc.status)+")", err.Error())
 	}
+	// A 403 that is a throttle is no terminal failure.
+	for name, h := range map[string]http.Header{
+		"Retry-After":              {"Retry-After": {"30"}},
+		"X-RateLimit-Remaining: 0": {"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10)}},
+		"GitHub secondary limit":   {"Content-Type": {"application/json"}},
+	} {
+		body := `{"message":"forbidden"}`
+		if name == "GitHub secondary limit" {
+			body = `{"message":"You have exceeded a secondary rate limit."}`
+		}
+		req := httptest.NewRequest(http.MethodPost, "https://api.example/v1/items", nil)
+		resp := &http.Response{StatusCode: http.StatusForbidden, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}
+		assert.NoError(t, heedriver.Terminal(resp), "403 with %s", name)
+	}
 	assert.NoError(t, heedriver.Terminal(nil))
 	err := heedriver.Terminal(&http.Response{StatusCode: 404, Header: http.Header{}, Body: http.NoBody})
 	assert.EqualError(t, err, "heedriver: terminal: not found (status 404)", "no request")
 	assert.EqualError(t, &heedriver.TerminalError{Reason: "account closed"}, "heedriver: terminal: account closed")
+}
+
+// TestPauseOnlyForServerWait: with WithPauseQueue, Work pauses the job's
+// queue only for a deferral that carries the server's wait. Outside a
+// River client the pause fails, and its error, joined to the snooze, shows
+// that Work tried.
+func TestPauseOnlyForServerWait(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		status int
+		reason string
+		queue  string
+		pause  bool
+	}{
+		{429, "rate limited", "api", true},
+		{503, "unavailable", "api", true},
+		{503, "slow down", "api", true},
+		{403, "rate limited", "api", true},  // GitHub
+		{400, "rate limited", "api", true},  // AWS
+		{529, "overloaded", "api", true},    // Anthropic
+		{0, "cooling down", "api", true},    // heed's gate, held for the server
+		{500, "cooling down", "api", true},  // the hold found on a retry
+		{429, "should retry", "api", true},  // a 429 Stripe says to retry
+		{500, "server error", "api", false}, // heed's backoff
+		{502, "should retry", "api", false},
+		{0, "eof", "api", false},
+		{0, "queue full", "api", false},
+		{429, "queue full", "api", false},
+		{0, "concurrency limit", "api", false},
+		{429, "pacing", "api", false},
+		{429, "rate limited", "resume", false}, // the resume queue never pauses
+	}
+	mw := heedriver.New[any](heedriver.WithPauseQueue("resume"))
+	for _, tc := range cases {
+		de := &heed.DeferredError{Status: tc.status, Reason: tc.reason, RetryAt: time.Now().Add(time.Hour)}
+		got := mw.Work(context.Background(), &rivertype.JobRow{ID: 1, Kind: "k", Queue: tc.queue}, func(context.Context) error { return de })
+		var se *river.JobSnoozeError
+		require.ErrorAs(t, got, &se, "%d %s", tc.status, tc.reason)
+		assert.ErrorIs(t, got, heed.ErrDeferred)
+		assert.Equal(t, tc.pause, strings.Contains(got.Error(), "heedriver: pausing queue"), "%d %q in queue %s: pause tried", tc.status, tc.reason, tc.queue)
+	}
+}
+
+// TestWorkKeyPerWrite: under a job's key each write's key follows the
+// write, not its place: two writes of a job with different bodies keep
+// their keys when a later attempt sends them in the other order or skips
+// one done before, and a second identical send in one attempt (a retry
+// made above heed) is another write with another key. A Transport whose
+// policy names no KeyHeader adds none.
+func TestWorkKeyPerWrite(t *testing.T) {
+	t.Parallel()
+	keys := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys <- r.Header.Get(keyHeader)
+	}))
+	defer srv.Close()
+	keyed := heed.New(nil, heed.WithPolicy(heed.Policy{KeyHeader: keyHeader}))
+	defer keyed.CloseIdleConnections()
+	plain := heed.New(nil)
+	defer plain.CloseIdleConnections()
+	job := &rivertype.JobRow{ID: 7, Kind: "send", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	attempt := func(tr http.RoundTripper, bodies ...string) []string {
+		var out []string
+		require.NoError(t, heedriver.New[any]().Work(context.Background(), job, func(ctx context.Context) error {
+			for _, b := range bodies {
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/charges", strings.NewReader(b))
+				require.NoError(t, err)
+				resp, err := (&http.Client{Transport: tr}).Do(req)
+				require.NoError(t, err)
+				require.NoError(t, resp.Body.Close())
+				out = append(out, <-keys)
+			}
+			return nil
+		}))
+		return out
+	}
+	first := attempt(keyed, `{"amount":1}`, `{"amount":2}`)
+	require.Len(t, first, 2)
+	assert.NotEqual(t, first[0], first[1], "two writes of a job share a key")
+	assert.Equal(t, []string{first[1], first[0]}, attempt(keyed, `{"amount":2}`, `{"amount":1}`), "the other order")
+	assert.Equal(t, []string{first[1]}, attempt(keyed, `{"amount":2}`), "the first write skipped, done")
+	twice := attempt(keyed, `{"amount":1}`, `{"amount":1}`)
+	assert.Equal(t, first[0], twice[0])
+	assert.NotEqual(t, twice[0], twice[1], "a second identical send is another write")
+	assert.Equal(t, []string{""}, attempt(plain, `{"amount":1}`), "no KeyHeader, no key")
 }

@@ -31,12 +31,18 @@ func WithCancelTerminal(on bool) Option {
 // RetryAt (Client.QueuePause), so that no client fetches another job of
 // that queue for an API that has asked to be left alone, and schedule its
 // resumption as a ResumeArgs job in resumeQueue, which a client must work
-// with a ResumeWorker registered. Clients stop fetching when River tells
+// with a ResumeWorker registered. Only a deferral that carries the
+// server's wait pauses: a hold at heed's gate ("cooling down"), or one
+// after a throttle (a 429 or 503, or DefaultClassifier's "rate limited" or
+// "overloaded"); a backoff after a 5xx, "pacing", "concurrency limit" and
+// "queue full" only snooze the job. Clients stop fetching when River tells
 // them of the pause (milliseconds with a notifier; a job fetched before
 // then meets heed's gate and is snoozed in turn). The pause covers the
 // whole queue: give the jobs of one API a queue of their own. Jobs of
-// resumeQueue itself are snoozed but never pause it. Default "": queues
-// are not paused. See ResumeArgs for the guarantees.
+// resumeQueue itself are snoozed but never pause it, so resumeQueue must be
+// a queue of its own too, listed in river.Config.Queues: with River's
+// usual single river.QueueDefault, naming it here pauses nothing. Default
+// "": queues are not paused. See ResumeArgs for the guarantees.
 func WithPauseQueue(resumeQueue string) Option {
 	return optionFunc(func(c *config) { c.resumeQueue = resumeQueue })
 }

@@ -3,6 +3,7 @@ package heedriver_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -113,5 +114,87 @@ func TestPauseQueue(t *testing.T) {
 				assert.False(t, resume.FinalizedAt.Before(retryAt), "resumed before RetryAt")
 			})
 		}
+	}
+}
+
+// TestStaleResumeLeavesQueuePaused: a ResumeArgs job that finds another of
+// its queue pending and scheduled later leaves the queue paused (a pause
+// that ended and was followed by a longer one), and the later one resumes
+// it at its time.
+func TestStaleResumeLeavesQueuePaused(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := b.open(t)
+			client, _ := startClient(t, db, clientSetup{api: newFakeAPI(t, throttleFirst(1)), policy: deferringPolicy,
+				options: []heedriver.Option{heedriver.WithPauseQueue(river.QueueDefault)}})
+			require.Eventually(t, func() bool { return client.QueuePause(ctx, apiQueue, nil) == nil }, 10*time.Second, 10*time.Millisecond)
+
+			resumeAt := func(at time.Time) int64 {
+				res, err := client.Insert(ctx, heedriver.ResumeArgs{Queue: apiQueue}, &river.InsertOpts{Queue: river.QueueDefault, ScheduledAt: at})
+				require.NoError(t, err)
+				return res.Job.ID
+			}
+			now := time.Now()
+			stale, later := resumeAt(now.Add(300*time.Millisecond)), resumeAt(now.Add(1500*time.Millisecond))
+			// Another queue's later resumption does not hold this one.
+			other, err := client.Insert(ctx, heedriver.ResumeArgs{Queue: "elsewhere"}, &river.InsertOpts{Queue: river.QueueDefault, ScheduledAt: now.Add(time.Hour)})
+			require.NoError(t, err)
+
+			waitJob(t, client, stale, rivertype.JobStateCompleted, 20*time.Second)
+			queue, err := client.QueueGet(ctx, apiQueue)
+			require.NoError(t, err)
+			require.True(t, time.Now().Before(now.Add(1500*time.Millisecond)), "too slow to test: the later resumption is due")
+			assert.NotNil(t, queue.PausedAt, "the stale resumption resumed the queue")
+
+			done := waitJob(t, client, later, rivertype.JobStateCompleted, 20*time.Second)
+			require.NotNil(t, done.FinalizedAt)
+			assert.False(t, done.FinalizedAt.Before(now.Add(1500*time.Millisecond)), "resumed before its time")
+			queue, err = client.QueueGet(ctx, apiQueue)
+			require.NoError(t, err)
+			assert.Nil(t, queue.PausedAt, "the later resumption left the queue paused")
+
+			pending, err := client.JobGet(ctx, other.Job.ID)
+			require.NoError(t, err)
+			assert.Equal(t, rivertype.JobStateAvailable, pending.State, "the other queue's resumption waits")
+		})
+	}
+}
+
+// TestBackoffDeferralDoesNotPause: a deferral whose wait is heed's backoff
+// after a 500, not the server's, snoozes the job but leaves its queue
+// running and stores no resumption.
+func TestBackoffDeferralDoesNotPause(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := b.open(t)
+			api := newFakeAPI(t, func(n int) answer {
+				if n == 0 {
+					return answer{status: http.StatusInternalServerError}
+				}
+				return answer{apply: true}
+			})
+			// Keyed, so the 500 may be resent: its backoff (500 ms or more)
+			// is over MaxWait and defers.
+			client, rec := startClient(t, db, clientSetup{api: api, policy: deferringPolicy,
+				options: []heedriver.Option{heedriver.WithPauseQueue(river.QueueDefault)}})
+			id := insert(t, client, "/v1/a")
+			waitJob(t, client, id, rivertype.JobStateCompleted, 20*time.Second)
+			works := rec.of(id)
+			require.Len(t, works, 2)
+			require.False(t, works[0].RetryAt.IsZero(), "the 500 was not deferred")
+
+			queue, err := client.QueueGet(ctx, apiQueue)
+			require.NoError(t, err)
+			assert.Nil(t, queue.PausedAt, "a backoff paused the queue")
+			resumes, err := client.JobList(ctx, river.NewJobListParams().Kinds(heedriver.ResumeArgs{}.Kind()))
+			require.NoError(t, err)
+			assert.Empty(t, resumes.Jobs, "a resumption stored for a backoff")
+		})
 	}
 }

@@ -44,9 +44,14 @@ func (e *TerminalError) Error() string {
 }
 
 // Terminal returns a *TerminalError when heed.DefaultClassifier classes
-// resp as heed.Terminal (401, 402, 403, 404, 422, other 4xx that are not
-// throttles, 501, ...), and nil for any other response, a success or a
-// retryable failure alike. Call it on a response heed delivered:
+// resp as heed.Terminal, and nil for any other response, a success or a
+// retryable failure alike. Terminal are 400 (but an AWS throttling code),
+// 401, 402, 404, 422 and other 4xx but 408, 409 with a key, 425 and 429;
+// 501 and 505; a 429 or 403 naming a spent quota or balance; any response
+// with Stripe-Should-Retry or x-should-retry: false; and a 403, but one with
+// Retry-After, X-RateLimit-Remaining: 0, GitHub's secondary-limit body or
+// Salesforce's concurrent-request limit, which is Throttled and gives nil.
+// Call it on a response heed delivered:
 //
 //	if err := heedriver.Terminal(resp); err != nil {
 //		return err // cancelled with WithCancelTerminal
