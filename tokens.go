@@ -15,6 +15,9 @@ import (
 // rate that climbs meanwhile brings its token sooner; one that does not
 // go after all gives its token back with cancel.
 func (a *adaptive) reserve(now time.Time) (token, time.Duration) {
+	if !a.active.Load() {
+		return token{}, 0 // neither on nor joined: take would give no wait
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var k float64

@@ -107,17 +107,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	start := time.Now()
 	c := call{transport: t, policy: p, req: req, ctx: ctx, deadline: rules.NewDeadline(ctx, start, p.maxElapsed)}
-	if p.maxAttempts > 1 {
+	switch {
+	case req.Body == nil || req.Body == http.NoBody:
+		// nothing to replay: c.body is that as it is
+	case p.maxAttempts > 1:
 		body, err := prepareBody(req, t.bodyBound)
 		if err != nil {
 			return nil, fmt.Errorf("heed: reading request body: %w", err)
 		}
 		c.body = body
-	} else {
+	default:
 		c.body = replay{orig: req.Body}
-		if req.Body == http.NoBody {
-			c.body.orig = nil
-		}
 	}
 	// From here the body is the RoundTrip's to close, and a Limit slot to
 	// give back, on every path, a panic's included.
@@ -273,6 +273,11 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		c.done(resp, m, sent, resp != nil && v.Class != Throttled)
 
+		if (v.Class == Deliver || v.Class == Terminal) && !c.transport.heard {
+			c.outAt = time.Time{}
+			c.local.limiter.release(sent, level)
+			return resp, err // nobody to tell: no decision to make up
+		}
 		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
 		if c.transport.observe != nil {
 			d.kind = EventAttempt
