@@ -15,7 +15,7 @@ func TestMarksSmallAndLarge(t *testing.T) {
 		"Ratelimit": markQuota, "Ratelimit-Remaining": markQuota, "X-Ratelimit-Remaining": markQuota,
 		"X-Rate-Limit-Remaining": markQuota, "X-Ratelimit-Remaining-Requests": markQuota,
 		"Anthropic-Ratelimit-Requests-Remaining": markQuota,
-		"Stripe-Should-Retry": markShouldRetry, "X-Should-Retry": markShouldRetry,
+		"Stripe-Should-Retry":                    markShouldRetry, "X-Should-Retry": markShouldRetry,
 		"Age": markAge, "": 0,
 		// Near misses: no mark.
 		"Ratelimit-Policy": 0, "X-Ratelimit-Limit": 0, "Anthropic-Ratelimit-Tokens-Limit": 0, "Should-Retry": 0, "Ag": 0,
