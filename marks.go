@@ -15,7 +15,8 @@ const (
 	markAge                           // Age: a cache served it
 )
 
-// markHeader returns the marks of h. A small header (up to 8 keys, where
+// markHeader returns the marks of h: a field set to a nil value is not
+// there, as the readers of each take it. A small header (up to 8 keys, where
 // Go's map hashes every long key it is asked for) is looked at key by key;
 // a larger one is asked for each field.
 func markHeader(h http.Header) marks {
@@ -34,8 +35,8 @@ func markHeader(h http.Header) marks {
 		}
 		return m
 	}
-	for k := range h {
-		if len(k) < len("Age") || k[0] != 'R' && k[0] != 'X' && k[0] != 'A' && k[0] != 'S' {
+	for k, v := range h {
+		if v == nil || len(k) < len("Age") || k[0] != 'R' && k[0] != 'X' && k[0] != 'A' && k[0] != 'S' {
 			continue
 		}
 		switch k {

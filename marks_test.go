@@ -1,11 +1,16 @@
 package heed
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestMarksSmallAndLarge: markHeader answers alike whether it looks at
@@ -33,6 +38,18 @@ func TestMarksSmallAndLarge(t *testing.T) {
 			assert.Equal(t, want == markQuota, publishesQuota(h), "%q with %d others", field, others)
 		}
 	}
+	// A field set to nil is not there, at every size, as the readers of
+	// each (Header.Get, h[k] != nil) take it.
+	for field := range fields {
+		for _, others := range []int{0, 8, 20} {
+			h := http.Header{}
+			for i := range others {
+				h["X-Other-"+strconv.Itoa(i)] = []string{"x"}
+			}
+			h[field] = nil
+			assert.Zero(t, markHeader(h), "%q set to nil with %d others", field, others)
+		}
+	}
 	all := http.Header{"Age": {"1"}, "X-Should-Retry": {"true"}, "Ratelimit": {"x"}}
 	assert.Equal(t, markQuota|markShouldRetry|markAge, markHeader(all))
 }
@@ -50,4 +67,45 @@ func BenchmarkMarks(b *testing.B) {
 			}
 		})
 	}
+}
+
+// quotaRecorder is a QuotaGate that admits every send and keeps the quotas
+// it is told of.
+type quotaRecorder struct{ quotas []*Quota }
+
+func (g *quotaRecorder) NotBefore(context.Context, string) (time.Time, error) {
+	return time.Time{}, nil
+}
+func (g *quotaRecorder) Hold(context.Context, string, time.Time) error   { return nil }
+func (g *quotaRecorder) Take(context.Context, string) (time.Time, error) { return time.Time{}, nil }
+func (g *quotaRecorder) Done(_ context.Context, _ string, q *Quota, _ bool) error {
+	g.quotas = append(g.quotas, q)
+	return nil
+}
+
+// TestMarksOfTheHeaderTheClassifierLeft: a Classifier of the user's that
+// names a vendor's quota in the fields heed reads has it counted, as the
+// header stands once the Classifier is done.
+func TestMarksOfTheHeaderTheClassifierLeft(t *testing.T) {
+	inner := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{"X-App-Left": {"3"}, "X-App-Reset": {"20"}},
+			Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+	})
+	classify := func(req *http.Request, resp *http.Response, err error) Verdict {
+		if resp != nil && resp.Header.Get("X-App-Left") != "" {
+			resp.Header.Set("X-RateLimit-Remaining", resp.Header.Get("X-App-Left"))
+			resp.Header.Set("X-RateLimit-Reset", resp.Header.Get("X-App-Reset"))
+		}
+		return DefaultClassifier(req, resp, err)
+	}
+	g := &quotaRecorder{}
+	tr := New(inner, WithGate(g), WithPolicy(Policy{Classify: classify}))
+	req, err := http.NewRequest("GET", "https://api.example/x", nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Len(t, g.quotas, 1)
+	require.NotNil(t, g.quotas[0], "the quota the Classifier's fields name reaches the gate")
+	assert.EqualValues(t, 3, g.quotas[0].Remaining)
 }

@@ -262,14 +262,17 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			c.status = resp.StatusCode
 		}
 		var m marks
-		if resp != nil {
-			m = markHeader(resp.Header)
-		}
 		var v Verdict
 		if p.builtin {
+			if resp != nil {
+				m = markHeader(resp.Header)
+			}
 			v = classifyMarked(out, resp, err, p.keyHeader, m)
 		} else {
 			v = p.classify(out, resp, err)
+			if resp != nil {
+				m = markHeader(resp.Header) // as the classifier left it
+			}
 		}
 		c.done(resp, m, sent, resp != nil && v.Class != Throttled)
 
