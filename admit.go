@@ -21,17 +21,14 @@ import (
 // called, if the caller has it.
 func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := c.policy
-	paced := false // asked the pace for a token
-	held := false  // holds a pacing token
+	paced := false // holds a pacing token
 	for {
 		if now.IsZero() {
 			now = time.Now()
 		}
 		if !paced {
 			paced = true
-			var waited bool
-			var err error
-			held, waited, err = c.pace(attempt, now)
+			waited, err := c.pace(attempt, now)
 			if err != nil {
 				return now, err
 			}
@@ -79,13 +76,12 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			spread = min(base/50, maxGateSpread)
 		}
 		wait := base + rules.RandUpTo(spread)
-		if held {
+		if paced {
 			// The token goes back for a send that can use it now; this one
 			// takes another after its wait.
 			c.local.limiter.cancel()
-			held = false
+			paced = false
 		}
-		paced = false
 		if err := c.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level); err != nil {
 			return now, err
 		}
@@ -96,38 +92,37 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 // pace waits for the scope's pacing token before attempt is sent, or
 // returns a *DeferredError, with nothing more sent, when the wait for it
 // does not fit; or the context's error if it ends first. It reports
-// whether it holds a token (a limiter that is off issues none) and
 // whether it waited.
-func (c *call) pace(attempt int, now time.Time) (held, waited bool, err error) {
+func (c *call) pace(attempt int, now time.Time) (bool, error) {
 	l := &c.local.limiter
 	k, wait := l.reserve(now)
 	if wait == 0 {
-		return k.n > 0, false, nil
+		return false, nil
 	}
 	p := c.policy
 	d := c.waitDecision(attempt, now, wait, reasonPacing, "pacing")
 	if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
 		l.cancel()
-		return false, true, c.deferred(&d, attempt-1)
+		return true, c.deferred(&d, attempt-1)
 	}
 	if err := c.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
 		l.cancel()
-		return false, true, err
+		return true, err
 	}
 	defer c.local.waiting.Add(-1)
 	for wait > 0 {
 		if err := rules.Sleep(c.ctx, min(wait, paceRecheck)); err != nil {
 			l.cancel()
-			return false, true, err
+			return true, err
 		}
 		now = time.Now()
 		if wait = l.due(&k, now); wait > 0 && !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
 			l.cancel()
 			d = c.waitDecision(attempt, now, wait, reasonPacing, "pacing")
-			return false, true, c.deferred(&d, attempt-1)
+			return true, c.deferred(&d, attempt-1)
 		}
 	}
-	return true, true, nil
+	return true, nil
 }
 
 // waitToSend sleeps wait (base before any spread) before attempt is sent,

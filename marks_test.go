@@ -109,3 +109,8 @@ func TestMarksOfTheHeaderTheClassifierLeft(t *testing.T) {
 	require.NotNil(t, g.quotas[0], "the quota the Classifier's fields name reaches the gate")
 	assert.EqualValues(t, 3, g.quotas[0].Remaining)
 }
+
+// roundTripFunc answers with its own function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
