@@ -132,14 +132,11 @@ func keyedClassifier(keyHeader string) Classifier {
 // classify is DefaultClassifier, with keyHeader as one more name of an
 // idempotency-key header ("" for none).
 func classify(req *http.Request, resp *http.Response, err error, keyHeader string) Verdict {
-	var m marks
-	if resp != nil {
-		m = markHeader(resp.Header)
-	}
-	return classifyMarked(req, resp, err, keyHeader, m)
+	return classifyMarked(req, resp, err, keyHeader, markShouldRetry) // read the fields, whether there or not
 }
 
-// classifyMarked is classify of a response whose header's marks are m.
+// classifyMarked is classify of a response whose header's marks are m:
+// without markShouldRetry, it reads no should-retry field.
 func classifyMarked(req *http.Request, resp *http.Response, err error, keyHeader string, m marks) Verdict {
 	if err != nil {
 		return classifyError(req, err)

@@ -32,7 +32,7 @@ var dimensions = [...]dimension{
 // spentDimension returns the wait until the latest reset of the dimensions
 // h says are spent (remaining 0), and the reset field that gave it; false
 // when none is, or a spent one's reset is invalid. Read for a quota,
-// publishesQuota admits it only by the field each vendor always sends with
+// markHeader's markQuota admits it only by the field each vendor always sends with
 // its dimensions: anthropic-ratelimit-requests-remaining (Anthropic) and
 // x-ratelimit-remaining-requests (OpenAI, Azure OpenAI, Groq); it holds
 // the scope until its reset (call.done).

@@ -67,7 +67,7 @@ func TestQuotaWithDimensions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, marked := tt.header["X-Ratelimit-Remaining-Requests"]
 			_, anthropic := tt.header["Anthropic-Ratelimit-Requests-Remaining"]
-			assert.Equal(t, marked || anthropic, publishesQuota(tt.header))
+			assert.Equal(t, marked || anthropic, markHeader(tt.header)&markQuota != 0)
 			remaining, reset, source, ok := quota(tt.header, raNow)
 			assert.Equal(t, tt.source != "", ok)
 			assert.Equal(t, tt.remaining, remaining)
@@ -105,8 +105,8 @@ func FuzzDimensions(f *testing.F) {
 		if r, state := remainingField(h, "X-Ratelimit-Remaining-Tokens"); source == "x-ratelimit-reset-tokens" && (state != remainingValid || r != 0) {
 			t.Fatalf("a dimension with %q remaining read as spent", oaiRem)
 		}
-		if _, _, from, ok := quota(h, raNow); ok && !publishesQuota(h) {
-			t.Fatalf("a quota from %s that publishesQuota skips", from)
+		if _, _, from, ok := quota(h, raNow); ok && markHeader(h)&markQuota == 0 {
+			t.Fatalf("a quota from %s that markHeader does not mark", from)
 		}
 	})
 }

@@ -41,7 +41,7 @@ type decision struct {
 func (t *Transport) logDecision(ctx context.Context, level zapcore.Level, d *decision) {
 	op := d.kind.String()
 	if t.slog != nil {
-		if l := slogLevels[level]; t.slog.Enabled(ctx, l) {
+		if l := slogLevel(level); t.slog.Enabled(ctx, l) {
 			var line slogLine
 			d.line(&line, op)
 			t.slog.LogAttrs(ctx, l, op, line...)
@@ -114,10 +114,16 @@ func (d *decision) redacted() string {
 	return rules.RedactURL(d.url)
 }
 
-// slogLevels maps the zap levels heed logs at to slog's.
-var slogLevels = map[zapcore.Level]slog.Level{
-	zapcore.DebugLevel: slog.LevelDebug,
-	zapcore.InfoLevel:  slog.LevelInfo,
-	zapcore.WarnLevel:  slog.LevelWarn,
-	zapcore.ErrorLevel: slog.LevelError,
+// slogLevel is slog's level for a zap level heed logs at: debug, info,
+// warn; error for anything above.
+func slogLevel(l zapcore.Level) slog.Level {
+	switch {
+	case l <= zapcore.DebugLevel:
+		return slog.LevelDebug
+	case l == zapcore.InfoLevel:
+		return slog.LevelInfo
+	case l == zapcore.WarnLevel:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
 }

@@ -131,3 +131,16 @@ func TestLogToACoreOfLowLevels(t *testing.T) {
 		assert.Equal(t, []string{"retry", "delivered"}, ops)
 	})
 }
+
+// TestSlogNilIsNone: WithSlog(nil) is no logger, as its doc says; a
+// RoundTrip under it logs nowhere and does not fail.
+func TestSlogNilIsNone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := script(tooMany("Retry-After", "1"), ok200)
+		tr := heed.New(rt, heed.WithSlog(nil), heed.WithPolicy(exact(heed.Policy{})))
+		resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Len(t, rt.requests(), 2)
+	})
+}

@@ -17,10 +17,6 @@ type Quota struct {
 	Reset     time.Time
 }
 
-// publishesQuota reports whether h has a field that quota reads a remaining
-// count from (marks.go).
-func publishesQuota(h http.Header) bool { return markHeader(h)&markQuota != 0 }
-
 // quota reads the quota a response publishes: the scope may send remaining
 // more requests before the quota is restored, reset from now. The first
 // source that is complete and valid wins, in this order:
