@@ -19,7 +19,7 @@ func samplePace() paceState {
 		enabled: true, fillRate: 42.5, capacity: 5.5, issued: 120, granted: 118.25, lastFill: t0.Add(time.Second),
 		floor: 1, lastMax: 60, lastThrottle: t0.Add(2 * time.Second), k: 1.7, long: true,
 	}
-	p.rel = release{on: true, fitted: true, firstEp: true, burst: 11, fitRate: 45, fitAt: t0.Add(3 * time.Second),
+	p.rel = release{on: true, fitted: true, firstEp: true, window: true, burst: 11, fitRate: 45, fitAt: t0.Add(3 * time.Second),
 		reopen: t0.Add(4 * time.Second), epStart: t0.Add(4 * time.Second), epServed: 20,
 		epRefused: t0.Add(5 * time.Second), step: t0.Add(4500 * time.Millisecond), stepServed: 3}
 	for i := range 5 {
@@ -48,6 +48,7 @@ func TestPaceStateRoundTrips(t *testing.T) {
 			assert.True(t, p.rel.epStart.Equal(got.rel.epStart))
 			assert.Equal(t, p.rel.epStart.IsZero(), got.rel.epStart.IsZero())
 			assert.Equal(t, p.rel.firstEp, got.rel.firstEp)
+			assert.Equal(t, p.rel.window, got.rel.window)
 		})
 	}
 }

@@ -260,6 +260,71 @@ func TestPacingKeepsAWindowWhole(t *testing.T) {
 	}
 }
 
+// TestPacingProbesAWindowAtOnce: once the release has seen a scope answer
+// as a window does (its sends past the burst refused even at the pace its
+// cycle fits), the first send past each window's burst goes with the
+// burst, not a pace's spacing after it: refused at once, it starts the
+// next hold as early as the window allows. Each window after the release
+// has learned is refused within two round trips of its burst's last send.
+func TestPacingProbesAWindowAtOnce(t *testing.T) {
+	const latency = 2 * time.Millisecond
+	for _, tc := range []struct {
+		limit          int
+		period         time.Duration
+		total, workers int
+	}{
+		{40, time.Second, 200, 16},
+		{20, time.Second, 200, 32},
+		{100, 2 * time.Second, 500, 16},
+		{10, time.Second, 120, 8},
+	} {
+		t.Run(fmt.Sprintf("%d per %v", tc.limit, tc.period), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := &probedWindow{memWindow: memWindow{limit: tc.limit, period: tc.period}}
+				srv := &limitServer{lim: w, latency: latency, hint: wholeSeconds}
+				r := runHerd(t, srv, tc.total, tc.workers)
+				assert.Zero(t, r.failed)
+				assert.Zero(t, r.early)
+				windows := (tc.total + tc.limit - 1) / tc.limit
+				require.Len(t, w.gaps, windows-1, "one refusal past each window's burst but the last")
+				// The first three windows teach the release the shape: the
+				// first herd's, then one paced past its burst at twice what
+				// the first cycle served, then one at what it served.
+				for i, gap := range w.gaps[3:] {
+					assert.LessOrEqual(t, gap, 2*latency, "window %d: first refusal %v after the burst's last send", i+4, gap)
+				}
+				t.Logf("gaps from each window's last served send to its first refusal: %v; %v against %v of windows", w.gaps, r.wall, time.Duration(windows-1)*tc.period)
+			})
+		})
+	}
+}
+
+// probedWindow is a memWindow that records, for each window with a
+// refusal, how long after the window's last served request the first
+// refusal arrived.
+type probedWindow struct {
+	memWindow
+	last    time.Time // the current window's last served request
+	refused bool      // the current window has had a refusal
+	gaps    []time.Duration
+}
+
+func (w *probedWindow) admit(now time.Time) (bool, time.Duration) {
+	start := w.start
+	ok, wait := w.memWindow.admit(now)
+	if w.start != start {
+		w.refused = false
+	}
+	switch {
+	case ok:
+		w.last = now
+	case !w.refused:
+		w.refused = true
+		w.gaps = append(w.gaps, now.Sub(w.last))
+	}
+	return ok, wait
+}
+
 // inFlightServer serves at most limit requests at once, each in latency; one
 // more is refused at once with 429 and no hint.
 type inFlightServer struct {

@@ -48,6 +48,12 @@ type release struct {
 	// (past the burst) were served since.
 	step       time.Time
 	stepServed int
+	// window: the scope answers as a window does. Its sends past the burst
+	// were refused even at the pace the cycle's own served sends fit, which
+	// a bucket would serve. The first send past each burst then goes at
+	// once, unpaced: refused, it starts the next hold sooner; served, the
+	// scope was a bucket after all.
+	window bool
 }
 
 // Release constants.
@@ -67,6 +73,10 @@ const (
 	releaseProbe = 8 * time.Second
 	// releaseKeep bounds the served sends an episode keeps for its fit.
 	releaseKeep = 256
+	// releaseWindowSlack is how far above the cycle's served rate a pace
+	// that was refused past the burst may be and still show a window: the
+	// cycle the pace was set from was a little shorter or longer.
+	releaseWindowSlack = 1.1
 )
 
 // begin starts an episode with the first send after the hold, at now:
@@ -91,6 +101,13 @@ func (a *adaptive) begin(now time.Time) {
 	// Sends still waiting for a token from before the hold go first, as
 	// part of the burst.
 	a.granted, a.lastFill = math.Min(a.granted, a.issued)+a.capacity, now
+	if r.window {
+		// The window's probe: the first send past the burst goes with it.
+		// Against a window the sooner it is refused, the sooner the next
+		// window's hold starts; a paced one would cost each window its
+		// pace's spacing.
+		a.granted++
+	}
 }
 
 // begins reports whether a send at now starts an episode.
@@ -106,6 +123,9 @@ func (a *adaptive) releaseServed(now, sent time.Time) {
 		return
 	}
 	r.epServed++
+	if !r.firstEp && r.epServed > r.burst {
+		r.window = false // a send past the burst served: a bucket
+	}
 	if len(r.served) < releaseKeep {
 		r.served = append(r.served, sent)
 	} else {
@@ -151,7 +171,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		a.granted, a.lastFill = a.issued, now
 		a.setRate(2 * longRun)
 	} else if fit := r.fit(sent); fit > 0 {
-		r.fitted, r.fitAt = true, now
+		r.fitted, r.fitAt, r.window = true, now, false
 		r.fitRate = math.Max(releaseMargin*fit, longRun)
 		a.setRate(r.fitRate)
 		// A bucket is let go half its burst at a reopen: the rest is
@@ -165,7 +185,10 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		// The burst was served, nothing past it: a window. The rate past
 		// the burst matters little, but not below what the window gives.
 		// Or a bucket whose rate is below the pace: halved at each such
-		// reopen, but not below what the cycle served.
+		// reopen, but not below what the cycle served. Refused at that
+		// floor, it is a window: a bucket refills at least what the cycle
+		// served, so one send past its burst goes through at that pace.
+		r.window = a.fillRate <= releaseWindowSlack*longRun
 		a.setRate(math.Max(a.fillRate/2, longRun))
 		a.capacity = math.Min(2*a.capacity, r.burst)
 	}
