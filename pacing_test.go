@@ -230,16 +230,20 @@ func TestPacingAfterWholeSecondHints(t *testing.T) {
 	}
 }
 
+// windowSet is a herd against fixed windows: limit requests a period,
+// total requests from workers goroutines.
+type windowSet struct {
+	limit          int
+	period         time.Duration
+	total, workers int
+}
+
 // TestPacingKeepsAWindowWhole: against fixed windows answering with their
 // end in whole seconds, the release lets each window's capacity go at
 // once, as the gate alone did: the herd takes no more than the windows it
 // needs, plus a little, and each window is refused little more than once.
 func TestPacingKeepsAWindowWhole(t *testing.T) {
-	for _, tc := range []struct {
-		limit          int
-		period         time.Duration
-		total, workers int
-	}{
+	for _, tc := range []windowSet{
 		{40, time.Second, 200, 16},
 		{20, time.Second, 200, 32},
 		{100, 2 * time.Second, 500, 16},
@@ -268,11 +272,7 @@ func TestPacingKeepsAWindowWhole(t *testing.T) {
 // has learned is refused within two round trips of its burst's last send.
 func TestPacingProbesAWindowAtOnce(t *testing.T) {
 	const latency = 2 * time.Millisecond
-	for _, tc := range []struct {
-		limit          int
-		period         time.Duration
-		total, workers int
-	}{
+	for _, tc := range []windowSet{
 		{40, time.Second, 200, 16},
 		{20, time.Second, 200, 32},
 		{100, 2 * time.Second, 500, 16},
