@@ -31,6 +31,7 @@ type decision struct {
 	wait    time.Duration
 	source  string
 	stop    string // why a retryable failure is delivered
+	resent  int    // sends net/http made again of the attempt (resend.go)
 	retryAt time.Time
 	left    time.Duration
 	err     error

@@ -65,7 +65,12 @@ type Event struct {
 	RetryAt time.Time     // when the next attempt may go; for a deferral, the time to persist
 	Left    time.Duration // the time that remained, as DeferredError.Left
 	Stop    string        // why EventGiveUp: "attempts used up", "not replay-safe", "body not replayable" or "context done"
-	Err     error         // the last transport error, if any
+	// Resent is, for EventAttempt, how many more times net/http's
+	// Transport sent the attempt by itself, on reused connections that
+	// broke before an answer; 0 with a transport that reports no
+	// connections to httptrace.
+	Resent int
+	Err    error // the last transport error, if any
 }
 
 // WithObserver calls observe synchronously for every decision the Transport
@@ -84,6 +89,6 @@ func (t *Transport) notify(ctx context.Context, d *decision) {
 	t.observe(Event{
 		Kind: d.kind, Context: ctx, Route: d.route, Method: d.method, URL: d.redacted(),
 		Attempt: d.attempt, Status: d.status, Class: d.verdict.Class, Reason: d.verdict.Reason,
-		Wait: d.wait, Source: d.source, RetryAt: d.retryAt, Left: d.left, Stop: d.stop, Err: d.err,
+		Wait: d.wait, Source: d.source, RetryAt: d.retryAt, Left: d.left, Stop: d.stop, Resent: d.resent, Err: d.err,
 	})
 }

@@ -240,6 +240,10 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		c.outAt, c.outLevel = sent, level
 		c.wentCeiling(true)
 		send, check := c.wired(out, attempt, sent)
+		var again *resends
+		if c.transport.observe != nil {
+			send, again = counted(send)
+		}
 		resp, err := c.transport.next.RoundTrip(send)
 		if check != nil {
 			var de *DeferredError
@@ -285,6 +289,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if c.transport.observe != nil {
 			d.kind = EventAttempt
 			d.urlText = c.redactedURL()
+			d.resent = again.count()
 			c.transport.notify(c.ctx, &d)
 		}
 		if v.Class == Deliver || v.Class == Terminal {
