@@ -33,7 +33,7 @@ type DeferredError struct {
 	Reason  string
 	Wait    time.Duration // the whole wait that did not fit, jitter included
 	RetryAt time.Time     // the wall-clock time the work is eligible again
-	Left    time.Duration // the time that remained; 0 when none did or none was set (Wait > MaxWait)
+	Left    time.Duration // the time that remained before the deadline; 0 when none did, or when no deadline was set
 	Err     error         // the last transport error, if any
 
 	rawURL *url.URL // the request's URL, kept out of Error's text
