@@ -83,6 +83,19 @@ const queue = "heed"
 // stop when t ends.
 func startAsynq(t *testing.T, addr string, cfg asynq.Config, h asynq.HandlerFunc) (*asynq.Client, *asynq.Inspector) {
 	t.Helper()
+	startServer(t, addr, cfg, h)
+	opt := asynq.RedisClientOpt{Addr: addr}
+	client := asynq.NewClient(opt)
+	t.Cleanup(func() { _ = client.Close() })
+	insp := asynq.NewInspector(opt)
+	t.Cleanup(func() { _ = insp.Close() })
+	return client, insp
+}
+
+// startServer runs an asynq server as startAsynq does, and returns it: a
+// worker process of its own, which a test may shut down before t ends.
+func startServer(t *testing.T, addr string, cfg asynq.Config, h asynq.HandlerFunc) *asynq.Server {
+	t.Helper()
 	opt := asynq.RedisClientOpt{Addr: addr}
 	cfg.Concurrency = 4
 	cfg.Queues = map[string]int{queue: 1}
@@ -95,12 +108,7 @@ func startAsynq(t *testing.T, addr string, cfg asynq.Config, h asynq.HandlerFunc
 	srv := asynq.NewServer(opt, cfg)
 	require.NoError(t, srv.Start(heedasynq.Middleware(h)))
 	t.Cleanup(srv.Shutdown)
-
-	client := asynq.NewClient(opt)
-	t.Cleanup(func() { _ = client.Close() })
-	insp := asynq.NewInspector(opt)
-	t.Cleanup(func() { _ = insp.Close() })
-	return client, insp
+	return srv
 }
 
 // testLogger sends asynq's log to t.

@@ -104,6 +104,52 @@ func TestKeysStayWithTheTask(t *testing.T) {
 	assert.NotEqual(t, failingUploads[0], otherUploads[0], "two tasks share a key")
 }
 
+// TestKeysAcrossTwoWorkerProcesses: a task's POST lands at the API, and
+// its worker process then fails the task and stops, as if it crashed
+// before it could record the write. Another process (an asynq server and
+// a heed Transport of its own, on the same Redis) runs the task again:
+// its POST carries the key the first process sent.
+func TestKeysAcrossTwoWorkerProcesses(t *testing.T) {
+	api := newFakeAPI(t, nil)
+	addr := startRedis(t)
+	cfg := asynq.Config{
+		// The retry waits for the first process to be gone.
+		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return 2 * time.Second },
+	}
+	errCrashed := errors.New("crashed after the call")
+	ran := make(chan struct{}, 1)
+	first := startServer(t, addr, cfg, func(ctx context.Context, task *asynq.Task) error {
+		if err := post(ctx, heedClient(t, heed.Policy{KeyHeader: keyHeader}), api.URL+"/v1/images", "crashing"); err != nil {
+			return err
+		}
+		ran <- struct{}{}
+		return errCrashed
+	})
+	aq := asynq.NewClient(asynq.RedisClientOpt{Addr: addr})
+	defer aq.Close()
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: addr})
+	defer insp.Close()
+	info, err := aq.Enqueue(asynq.NewTask("work", []byte("crashing")), asynq.Queue(queue), asynq.MaxRetry(3), asynq.Retention(time.Minute))
+	require.NoError(t, err)
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first process never ran the task")
+	}
+	first.Shutdown()
+	require.Len(t, api.requests("crashing"), 1, "the first process sent once")
+
+	startServer(t, addr, cfg, func(ctx context.Context, task *asynq.Task) error {
+		return post(ctx, heedClient(t, heed.Policy{KeyHeader: keyHeader}), api.URL+"/v1/images", "crashing")
+	})
+	done := taskInfo(t, insp, info.ID, 10*time.Second, asynq.TaskStateCompleted)
+	assert.Equal(t, 1, done.Retried, "the crash used up an attempt")
+	reqs := api.requests("crashing")
+	require.Len(t, reqs, 2, "one request from each process")
+	require.NotEmpty(t, reqs[0].key)
+	assert.Equal(t, reqs[0].key, reqs[1].key, "the second process sends the first one's key")
+}
+
 // TestReusedTaskIDKeys: a task ID of the caller's choosing (asynq.TaskID,
 // enqueued again once the task before it is gone) names the work with the
 // task's type and payload: the same type and payload under it get the same

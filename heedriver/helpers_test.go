@@ -109,11 +109,12 @@ type clientSetup struct {
 	// failAfterCall makes the worker fail once per job after a 2xx, as
 	// a worker that crashes after its call landed.
 	failAfterCall bool
+	retryIn       time.Duration // how long after a failure River retries; default 10 ms
 }
 
 // startClient starts a River client on db working callArgs jobs in apiQueue
 // and ResumeArgs jobs in the default queue, polling every 20 ms, retrying a
-// failed job 10 ms later. It stops when t ends.
+// failed job s.retryIn (10 ms) later. It stops when t ends.
 func startClient(t *testing.T, db *database, s clientSetup) (riverClient, *recorder) {
 	t.Helper()
 	inner := &http.Transport{DisableKeepAlives: true} // a lost response is not resent by net/http
@@ -137,7 +138,7 @@ func startClient(t *testing.T, db *database, s clientSetup) (riverClient, *recor
 			river.QueueDefault: {MaxWorkers: 2},
 			apiQueue:           {MaxWorkers: 2},
 		},
-		RetryPolicy: retrySoon{},
+		RetryPolicy: retrySoon(cmpOr(s.retryIn, 10*time.Millisecond)),
 		TestOnly:    true,
 		Workers:     workers,
 	})
@@ -151,17 +152,17 @@ func startClient(t *testing.T, db *database, s clientSetup) (riverClient, *recor
 	return client, rec
 }
 
-func cmpOr(v, def int) int {
+func cmpOr[T int | time.Duration](v, def T) T {
 	if v == 0 {
 		return def
 	}
 	return v
 }
 
-// retrySoon retries a failed job 10 ms after it failed.
-type retrySoon struct{}
+// retrySoon retries a failed job that long after it failed.
+type retrySoon time.Duration
 
-func (retrySoon) NextRetry(*rivertype.JobRow) time.Time { return time.Now().Add(10 * time.Millisecond) }
+func (r retrySoon) NextRetry(*rivertype.JobRow) time.Time { return time.Now().Add(time.Duration(r)) }
 
 // callArgs is a job that POSTs to Path of the fake API.
 type callArgs struct {

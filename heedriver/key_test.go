@@ -1,6 +1,7 @@
 package heedriver_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -56,5 +57,45 @@ func TestKeyAcrossAttemptSnoozeAndRedelivery(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestKeyAcrossTwoWorkerProcesses: a job's POST lands at the API and its
+// answer is lost; the worker process then stops, as if it crashed, and
+// another process (a River client and a heed Transport of its own, on the
+// same database) works the job again. Its POST carries the key the first
+// process sent, and the API, which applies each key once, applies the
+// write once.
+func TestKeyAcrossTwoWorkerProcesses(t *testing.T) {
+	t.Parallel()
+	policy := heed.Policy{MaxAttempts: 1, KeyHeader: keyHeader} // the lost answer goes back to the worker
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db := b.open(t)
+			api := newFakeAPI(t, func(n int) answer {
+				return answer{apply: true, drop: n == 0} // the first lands, its answer lost
+			})
+			first, _ := startClient(t, db, clientSetup{api: api, policy: policy, retryIn: 2 * time.Second})
+			id := insert(t, first, "/v1/a")
+			require.Eventually(t, func() bool {
+				job, err := first.JobGet(context.Background(), id)
+				require.NoError(t, err)
+				return len(job.Errors) == 1
+			}, 20*time.Second, 10*time.Millisecond, "the lost answer is the job's error")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			require.NoError(t, first.Stop(ctx), "the first process stops before the retry")
+			require.Len(t, api.requests("/v1/a"), 1)
+
+			second, _ := startClient(t, db, clientSetup{api: api, policy: policy})
+			job := waitJob(t, second, id, rivertype.JobStateCompleted, 20*time.Second)
+			assert.Equal(t, 2, job.Attempt)
+			reqs := api.requests("/v1/a")
+			require.Len(t, reqs, 2, "one request from each process")
+			require.NotEmpty(t, reqs[0].Key)
+			assert.Equal(t, reqs[0].Key, reqs[1].Key, "the second process sends the first one's key")
+			assert.Equal(t, 1, api.timesApplied(reqs[0].Key), "applied once")
+		})
 	}
 }
