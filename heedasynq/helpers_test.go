@@ -150,18 +150,21 @@ type request struct {
 }
 
 // fakeAPI answers each path with its scripted answers in turn, then 201,
-// and records every request.
+// and records every request. It applies each idempotency key once: a
+// request whose key it answered 201 before gets 200 and is not applied
+// again.
 type fakeAPI struct {
 	*httptest.Server
 	mu      sync.Mutex
 	answers map[string][]answer
 	seen    []request
+	applied map[string]int // 201s by key
 }
 
 // newFakeAPI starts a fakeAPI on loopback, closed when t ends.
 func newFakeAPI(t *testing.T, answers map[string][]answer) *fakeAPI {
 	t.Helper()
-	f := &fakeAPI{answers: answers}
+	f := &fakeAPI{answers: answers, applied: map[string]int{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
@@ -174,14 +177,28 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		task: r.Header.Get("X-Task"), key: r.Header.Get(keyHeader),
 	})
 	a := answer{status: http.StatusCreated}
-	if script := f.answers[r.URL.Path]; len(script) > 0 {
+	key := r.Header.Get(keyHeader)
+	switch script := f.answers[r.URL.Path]; {
+	case key != "" && f.applied[key] > 0:
+		a = answer{status: http.StatusOK} // applied before: a replay
+	case len(script) > 0:
 		a, f.answers[r.URL.Path] = script[0], script[1:]
+	}
+	if a.status == http.StatusCreated && key != "" {
+		f.applied[key]++
 	}
 	f.mu.Unlock()
 	if a.retryAfter != "" {
 		w.Header().Set("Retry-After", a.retryAfter)
 	}
 	w.WriteHeader(a.status)
+}
+
+// timesApplied returns how many requests with key the API applied.
+func (f *fakeAPI) timesApplied(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied[key]
 }
 
 // requests returns the requests seen so far, those of task when not empty.
@@ -198,7 +215,7 @@ func (f *fakeAPI) requests(task string) []request {
 }
 
 // post sends an empty POST to url through c, labelled with task, and
-// returns the error, or one naming an unexpected status.
+// returns the error, or one naming a status that is not 2xx.
 func post(ctx context.Context, c *http.Client, url, task string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
@@ -210,7 +227,7 @@ func post(ctx context.Context, c *http.Client, url, task string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
+	if resp.StatusCode/100 != 2 {
 		return &statusError{resp.StatusCode}
 	}
 	return nil

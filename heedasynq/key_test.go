@@ -91,6 +91,8 @@ func TestKeysStayWithTheTask(t *testing.T) {
 	require.Len(t, failingUploads, 2)
 	assert.Equal(t, failingImages[0], failingImages[1], "the retried POST's key")
 	assert.Equal(t, failingUploads[0], failingUploads[1], "the retried POST's key")
+	assert.Equal(t, 1, api.timesApplied(failingImages[0]), "the retried POST applied once")
+	assert.Equal(t, 1, api.timesApplied(failingUploads[0]), "the retried POST applied once")
 	assert.NotEqual(t, failingImages[0], failingUploads[0], "two paths of one run share a key")
 
 	deferred := keys("deferring", "/v1/deferred")
@@ -148,6 +150,7 @@ func TestKeysAcrossTwoWorkerProcesses(t *testing.T) {
 	require.Len(t, reqs, 2, "one request from each process")
 	require.NotEmpty(t, reqs[0].key)
 	assert.Equal(t, reqs[0].key, reqs[1].key, "the second process sends the first one's key")
+	assert.Equal(t, 1, api.timesApplied(reqs[0].key), "applied once")
 }
 
 // TestReusedTaskIDKeys: a task ID of the caller's choosing (asynq.TaskID,
