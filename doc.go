@@ -13,7 +13,8 @@
 //     idempotency key, the hold checked again once the connection is ready);
 //   - classification: classify.go, classify_error.go, forbidden.go,
 //     awsthrottle.go, bodyhint.go, success.go, peek.go, discard.go;
-//   - hints: hint.go, httpdate.go, quota.go, dimensions.go, marks.go;
+//   - hints: hint.go, httpdate.go, quota.go, dimensions.go, marks.go,
+//     named.go (limits the server names: scopes within the request's);
 //   - the deadline: internal/rules/deadline.go, deferred.go (a wait that
 //     does not fit the time left returns a *DeferredError at once);
 //   - budget.go, log.go, observe.go; routes.go and policy.go pick the
