@@ -19,4 +19,20 @@
 //     does not fit the time left returns a *DeferredError at once);
 //   - budget.go, log.go, observe.go; routes.go and policy.go pick the
 //     Policy; scope.go keeps what a Transport knows of each scope.
+//
+// What heed reads, by vendor (docs/classification.md has every rule):
+// Retry-After, retry-after-ms and x-ms-retry-after-ms (Azure, OpenAI); the
+// IETF RateLimit fields; X-RateLimit-Remaining and -Reset (GitHub, many),
+// Discord's -Reset-After, x-rate-limit-* (X, Zendesk); the dimensions of
+// anthropic-ratelimit-* and x-ratelimit-*-tokens (OpenAI, Azure OpenAI,
+// Groq); the limit a server names (GitHub's x-ratelimit-resource,
+// Discord's X-RateLimit-Bucket, -Scope and -Global); Stripe-Should-Retry,
+// x-should-retry, Age. In a refusal's body: Google's RetryInfo, QuotaFailure
+// and ErrorInfo (Gemini, Vertex AI), Discord's retry_after, OpenAI's
+// insufficient_quota, a problem+json quota-exceeded, GitHub's secondary
+// limit, Salesforce's REQUEST_LIMIT_EXCEEDED, AWS's throttling codes; in a
+// 2xx, with Policy.PeekSuccess, a GraphQL throttle (Shopify, GitHub) or a
+// stream opening with an error (Anthropic, OpenAI). Knowingly not read, for
+// want of a time to wait for: X-Shopify-Shop-Api-Call-Limit,
+// Sforce-Limit-Info, x-ms-ratelimit-remaining-*.
 package heed
