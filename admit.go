@@ -37,21 +37,16 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			}
 		}
 		var nb time.Time
-		if c.base != "" {
-			nb = c.baseHold(now) // a named send waits for its request scope's hold too
+		var err error
+		nb, now, c.episode, err = c.transport.admit.take(c.ctx, c.scope, now)
+		if err != nil {
+			c.taken = false
+			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, err: err})
+			return now, nil
 		}
 		if nb.IsZero() {
-			var err error
-			nb, now, c.episode, err = c.transport.admit.take(c.ctx, c.scope, now)
-			if err != nil {
-				c.taken = false
-				c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, err: err})
-				return now, nil
-			}
-			if nb.IsZero() {
-				c.taken = true
-				return now, nil
-			}
+			c.taken = true
+			return now, nil
 		}
 		// Not admitted: wait for the gate to open, then spread out, so
 		// that the scope's waiters do not all fire at the same instant.
@@ -196,13 +191,7 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served bool) {
 			// requests' may come well before the tokens'.
 			c.hold(now, wait)
 		}
-		if r, reset, _, ok := quota(resp.Header, now); ok && c.holdIn != "" {
-			// Another scope's quota (named.go): spent, it holds that
-			// scope until its reset; else it waits for a send in it.
-			if r == 0 {
-				c.hold(now, reset)
-			}
-		} else if ok {
+		if r, reset, _, ok := quota(resp.Header, now); ok {
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
 			if !c.local.published.Load() {
 				c.local.published.Store(true)
@@ -248,13 +237,6 @@ func (c *call) heldElsewhere(now, nb time.Time) {
 // MaxHold; a gate error is logged and ignored.
 func (c *call) hold(now time.Time, hint time.Duration) {
 	until := now.Add(min(hint, c.transport.maxHold))
-	if c.holdIn != "" {
-		// Another scope's: the server named the limit (named.go).
-		if err := c.transport.gate.Hold(c.ctx, c.holdIn, until); err != nil {
-			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
-		}
-		return
-	}
 	for held := c.local.heldUntil.Load(); until.UnixNano() > held; held = c.local.heldUntil.Load() {
 		if c.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
 			break

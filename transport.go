@@ -38,8 +38,6 @@ type Transport struct {
 
 	observe func(Event)
 
-	named names // server-named scopes learned (named.go)
-
 	scopesMu sync.RWMutex
 	scopes   map[string]*scopeLocal
 	order    sweep         // of scopes, to forget the quiet (scope.go)
@@ -137,9 +135,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.scope = req.Host
 		}
 	}
-	if name := t.named.lookup(c.scope, req); name != "" {
-		c.base, c.scope = c.scope, namedScope(c.scope, name, req)
-	}
 	c.local, c.retries, c.known = t.scope(p, c.scope, start)
 	c.retries.first(start)
 
@@ -189,18 +184,12 @@ type call struct {
 	outAt    time.Time
 	outLevel int64
 	scope    string
-	// base is a named send's request scope, which scope is a limit of
-	// (named.go); "" when scope is the request's
-	base string
-	// holdIn is the scope the current answer's hold and quota go to, when
-	// not scope: one its server named (named.go)
-	holdIn  string
-	body    replay
-	newKey  string // a key heed adds to every attempt, if any
-	kept    *kept  // the last attempt's outcome, while GetBody may still fail
-	taken   bool   // a QuotaGate admitted the current send: tell it when done
-	episode int64  // the episode heed's own gate admitted it in
-	urlText string // the request URL redacted, once needed
+	body     replay
+	newKey   string // a key heed adds to every attempt, if any
+	kept     *kept  // the last attempt's outcome, while GetBody may still fail
+	taken    bool   // a QuotaGate admitted the current send: tell it when done
+	episode  int64  // the episode heed's own gate admitted it in
+	urlText  string // the request URL redacted, once needed
 
 	// the last attempt
 	status int
@@ -288,10 +277,6 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			if resp != nil {
 				m = markHeader(resp.Header) // as the classifier left it
 			}
-		}
-		c.holdIn = ""
-		if m&markNamed != 0 || c.base != "" {
-			c.answerScope(resp, m)
 		}
 		c.done(resp, m, sent, resp != nil && v.Class != Throttled)
 
