@@ -36,21 +36,29 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 				now = time.Now()
 			}
 		}
-		var nb time.Time
-		var err error
-		nb, now, c.episode, err = c.transport.admit.take(c.ctx, c.scope, now)
-		if err != nil {
-			c.taken = false
-			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, err: err})
-			return now, nil
-		}
-		if nb.IsZero() {
-			c.taken = true
-			return now, nil
+		// A send in a named limit waits for its request scope's hold
+		// too (named.go).
+		nb := c.scopeHold(now)
+		scopeHeld := !nb.IsZero()
+		if !scopeHeld {
+			var err error
+			c.takenIn = c.gateScope()
+			nb, now, c.episode, err = c.transport.admit.take(c.ctx, c.takenIn, now)
+			if err != nil {
+				c.taken = false
+				c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, err: err})
+				return now, nil
+			}
+			if nb.IsZero() {
+				c.taken = true
+				return now, nil
+			}
 		}
 		// Not admitted: wait for the gate to open, then spread out, so
 		// that the scope's waiters do not all fire at the same instant.
-		c.heldElsewhere(now, nb)
+		if c.named == "" || scopeHeld {
+			c.heldElsewhere(now, nb) // a named limit's hold paces nothing
+		}
 		base := max(nb.Sub(now), time.Millisecond)
 		level := zapcore.InfoLevel
 		if base <= rules.QuotaRecheck {
@@ -62,7 +70,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			// back. One whose time can asks again at each recheck, logged
 			// at debug level. The cost is a NotBefore call per short
 			// refusal; a failing gate answers no reset.
-			if reset := c.transport.admit.reset(c.ctx, c.scope); reset.Sub(now) > base {
+			if reset := c.transport.admit.reset(c.ctx, c.gateScope()); reset.Sub(now) > base {
 				full := reset.Sub(now)
 				if c.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, c.took)) {
 					level = zapcore.DebugLevel
@@ -191,7 +199,17 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served bool) {
 			// requests' may come well before the tokens'.
 			c.hold(now, wait)
 		}
-		if r, reset, _, ok := quota(resp.Header, now); ok {
+		answered := c.scope
+		if c.holdIn != "" {
+			answered = c.holdIn
+		}
+		if r, reset, _, ok := quota(resp.Header, now); ok && answered != c.takenIn {
+			// Another scope's quota (named.go): spent, it holds that
+			// scope until its reset; else the sends admitted there count it.
+			if r == 0 {
+				c.hold(now, reset)
+			}
+		} else if ok {
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
 			if !c.local.published.Load() {
 				c.local.published.Store(true)
@@ -202,7 +220,7 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served bool) {
 			}
 		}
 	}
-	if err := c.transport.admit.done(c.ctx, c.scope, q, served, c.episode, now); err != nil {
+	if err := c.transport.admit.done(c.ctx, c.takenIn, q, served, c.episode, now); err != nil {
 		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 	}
 }
@@ -237,6 +255,16 @@ func (c *call) heldElsewhere(now, nb time.Time) {
 // MaxHold; a gate error is logged and ignored.
 func (c *call) hold(now time.Time, hint time.Duration) {
 	until := now.Add(min(hint, c.transport.maxHold))
+	if c.holdIn != "" {
+		// A limit the server named (named.go): its hold is the gate's;
+		// the request scope's own state is not held by it, but its sends
+		// are checked at the wire for a while.
+		c.local.throttledAt.Store(now.UnixNano())
+		if err := c.transport.gate.Hold(c.ctx, c.holdIn, until); err != nil {
+			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
+		}
+		return
+	}
 	for held := c.local.heldUntil.Load(); until.UnixNano() > held; held = c.local.heldUntil.Load() {
 		if c.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
 			break

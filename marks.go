@@ -13,6 +13,7 @@ const (
 	markQuota       marks = 1 << iota // a field quota reads a remaining count from
 	markShouldRetry                   // Stripe-Should-Retry or X-Should-Retry
 	markAge                           // Age: a cache served it
+	markNamed                         // a field that names the server's limit (named.go)
 )
 
 // markHeader returns the marks of h: a field set to a nil value is not
@@ -33,6 +34,10 @@ func markHeader(h http.Header) marks {
 		if h["Age"] != nil {
 			m |= markAge
 		}
+		if h["X-Ratelimit-Resource"] != nil || h["X-Ratelimit-Bucket"] != nil ||
+			h["X-Ratelimit-Global"] != nil || h["X-Ratelimit-Scope"] != nil {
+			m |= markNamed
+		}
 		return m
 	}
 	for k, v := range h {
@@ -47,6 +52,8 @@ func markHeader(h http.Header) marks {
 			m |= markShouldRetry
 		case "Age":
 			m |= markAge
+		case "X-Ratelimit-Resource", "X-Ratelimit-Bucket", "X-Ratelimit-Global", "X-Ratelimit-Scope":
+			m |= markNamed
 		}
 	}
 	return m

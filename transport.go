@@ -38,6 +38,8 @@ type Transport struct {
 
 	observe func(Event)
 
+	named names // limits servers named, per request scope (named.go)
+
 	scopesMu sync.RWMutex
 	scopes   map[string]*scopeLocal
 	order    sweep         // of scopes, to forget the quiet (scope.go)
@@ -135,6 +137,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.scope = req.Host
 		}
 	}
+	if name := t.named.lookup(c.scope, req); name != "" {
+		c.named = namedScope(c.scope, name, req)
+	}
 	c.local, c.retries, c.known = t.scope(p, c.scope, start)
 	c.retries.first(start)
 
@@ -184,12 +189,18 @@ type call struct {
 	outAt    time.Time
 	outLevel int64
 	scope    string
-	body     replay
-	newKey   string // a key heed adds to every attempt, if any
-	kept     *kept  // the last attempt's outcome, while GetBody may still fail
-	taken    bool   // a QuotaGate admitted the current send: tell it when done
-	episode  int64  // the episode heed's own gate admitted it in
-	urlText  string // the request URL redacted, once needed
+	// named is the limit the server named that the call's sends are
+	// admitted in, within scope (named.go); "": scope itself
+	named string
+	// takenIn is the scope the current send was admitted in; holdIn, where
+	// its answer's hold and quota go when not scope (named.go)
+	takenIn, holdIn string
+	body            replay
+	newKey          string // a key heed adds to every attempt, if any
+	kept            *kept  // the last attempt's outcome, while GetBody may still fail
+	taken           bool   // a QuotaGate admitted the current send: tell it when done
+	episode         int64  // the episode heed's own gate admitted it in
+	urlText         string // the request URL redacted, once needed
 
 	// the last attempt
 	status int
@@ -278,6 +289,10 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 				m = markHeader(resp.Header) // as the classifier left it
 			}
 		}
+		c.holdIn = ""
+		if m&markNamed != 0 || c.named != "" {
+			c.answerScope(resp, m)
+		}
 		c.done(resp, m, sent, resp != nil && v.Class != Throttled)
 
 		if (v.Class == Deliver || v.Class == Terminal) && !c.transport.heard {
@@ -319,7 +334,14 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			c.hold(now, hint)
 		}
 		c.outAt = time.Time{}
-		capped := c.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
+		var capped bool
+		if v.Class == Throttled && c.holdIn != "" {
+			// A named limit's throttle (named.go): the scope's pace and
+			// cap are not its.
+			c.local.limiter.release(sent, 0)
+		} else {
+			capped = c.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
+		}
 		if capped && p.maxAttempts > 1 && c.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not
 			// run: it does not use up an attempt, up to MaxAttempts of them.

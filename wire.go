@@ -123,6 +123,12 @@ func (c *call) holdEnd(remote bool) int64 {
 	if _, own := c.transport.admit.(ownAdmission); !own && (!remote || c.local.published.Load()) {
 		return until
 	}
+	if c.named != "" {
+		// A send in a named limit (named.go): that limit's hold too.
+		if nb, _ := c.transport.admit.hold(c.ctx, c.named); nb.UnixNano() > until && !nb.IsZero() {
+			until = nb.UnixNano()
+		}
+	}
 	nb, _ := c.transport.admit.hold(c.ctx, c.scope)
 	if nb.UnixNano() > until && !nb.IsZero() {
 		c.heldElsewhere(time.Now(), nb)

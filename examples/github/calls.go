@@ -34,7 +34,7 @@ func (c *client) searchRepos(ctx context.Context, query string) (int, error) {
 
 // repoFlags registers -repo and returns the live call: the repository
 // fetched from baseURL (a slash added if missing), with the token in
-// GITHUB_TOKEN if set, search on a scope of its own, its full name printed.
+// GITHUB_TOKEN if set, its full name printed.
 func repoFlags(fs *flag.FlagSet) sdkdemo.Connect {
 	repo := fs.String("repo", "heed-go/heed", "owner/name of the repository to fetch (with -base-url)")
 	return func(baseURL string, log *zap.Logger) (sdkdemo.Live, error) {
@@ -45,7 +45,7 @@ func repoFlags(fs *flag.FlagSet) sdkdemo.Connect {
 		if !strings.HasSuffix(baseURL, "/") {
 			baseURL += "/"
 		}
-		c, err := newClient(baseURL, os.Getenv("GITHUB_TOKEN"), log, false, searchOwnScope)
+		c, err := newClient(baseURL, os.Getenv("GITHUB_TOKEN"), log, false)
 		if err != nil {
 			return sdkdemo.Live{}, err
 		}

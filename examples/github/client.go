@@ -12,15 +12,10 @@ import (
 )
 
 // policy is how heed treats GitHub calls: heed's defaults (5 attempts, a
-// wait longer than 60s defers). Its scope is the API host, so one spent
-// limit holds every call to that host.
+// wait longer than 60s defers). Its scope is the API host; within it, each
+// limit GitHub names (x-ratelimit-resource: core, search…) is a scope of
+// its own, so a spent search limit holds search calls only.
 var policy = heed.Policy{Name: "github"}
-
-// searchOwnScope gives the search API a scope of its own. GitHub limits
-// search apart from core calls (x-ratelimit-resource: search, 30 a
-// minute), but heed reads no x-ratelimit-resource: without this route a
-// spent search limit holds core calls too.
-var searchOwnScope = heed.WithRoute("GET /search/", heed.Policy{Name: "github search", Scope: "github search"})
 
 // client is a go-github client whose HTTP traffic goes through heed.
 type client struct {

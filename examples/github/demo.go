@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/heed-go/heed"
 	"github.com/heed-go/heed/examples/internal/sdkdemo"
 	"go.uber.org/zap"
 )
@@ -21,7 +20,6 @@ type scenario struct {
 	core, search []reply
 	calls        []string
 	sdkCheck     bool
-	opts         []heed.Option
 }
 
 // scenarios are what the program shows when no -base-url is given.
@@ -39,14 +37,9 @@ var scenarios = []scenario{
 		core:  []reply{primary(http.StatusForbidden, 2*time.Minute)}, calls: []string{core},
 	},
 	{
-		title:  "a spent search limit holds core calls too: heed's scope is the host, x-ratelimit-resource is not read",
+		title:  "a spent search limit holds search calls only: GitHub names it (x-ratelimit-resource: search), and core calls go on",
 		search: []reply{primary(http.StatusForbidden, 2*time.Minute)}, core: []reply{ok(4999, time.Hour)},
-		calls: []string{search, core},
-	},
-	{
-		title:  "the same with search on a scope of its own (a WithRoute for GET /search/)",
-		search: []reply{primary(http.StatusForbidden, 2*time.Minute)}, core: []reply{ok(4999, time.Hour)},
-		calls: []string{search, core}, opts: []heed.Option{searchOwnScope},
+		calls: []string{search, core, search},
 	},
 	{
 		title: "go-github's own check left on: after remaining 0 it refuses the next call without asking heed",
@@ -60,7 +53,7 @@ func demo(ctx context.Context, out io.Writer, log *zap.Logger) error {
 	for i, s := range scenarios {
 		sdkdemo.Title(out, i, s.title)
 		fake := newFakeGitHub(s.core, s.search)
-		c, err := newClient(fake.URL(), "ghp_fake", log, s.sdkCheck, s.opts...)
+		c, err := newClient(fake.URL(), "ghp_fake", log, s.sdkCheck)
 		if err != nil {
 			fake.Close()
 			return err

@@ -120,29 +120,22 @@ func TestLimitTooFarOffDefers(t *testing.T) {
 	}
 }
 
-// TestSearchLimitAndCoreCalls is what a user sees today: heed's scope is
-// the host and it reads no x-ratelimit-resource, so a spent search limit
-// (a 403, or the last search's 200 with remaining 0) holds core calls
-// too, though GitHub would serve them. A route giving search a scope of
-// its own keeps core calls going.
+// TestSearchLimitAndCoreCalls: GitHub names the limit each answer counted
+// (x-ratelimit-resource), and heed keeps each named limit a scope of its
+// own, so a spent search limit (a 403, or the last search's 200 with
+// remaining 0) holds the next search call, deferred at the gate, and never
+// a core call, which GitHub serves.
 func TestSearchLimitAndCoreCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		search      reply
 		searchFails bool
-		ownScope    bool
 	}{
-		{"403 search limit, one scope", primary(http.StatusForbidden, 2*time.Minute), true, false},
-		{"403 search limit, search on its own scope", primary(http.StatusForbidden, 2*time.Minute), true, true},
-		{"last search spends the limit, one scope", ok(0, 2*time.Minute), false, false},
-		{"last search spends the limit, search on its own scope", ok(0, 2*time.Minute), false, true},
+		{"403 search limit", primary(http.StatusForbidden, 2*time.Minute), true},
+		{"last search spends the limit", ok(0, 2*time.Minute), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var opts []heed.Option
-			if tc.ownScope {
-				opts = append(opts, searchOwnScope)
-			}
-			fake, c := setup(t, []reply{ok(4999, time.Hour)}, []reply{tc.search}, false, opts...)
+			fake, c := setup(t, []reply{ok(4999, time.Hour)}, []reply{tc.search}, false)
 			ctx := context.Background()
 
 			_, err := c.searchRepos(ctx, "heed")
@@ -155,17 +148,15 @@ func TestSearchLimitAndCoreCalls(t *testing.T) {
 			}
 
 			name, err := c.getRepo(ctx, "heed-go", "heed")
+			require.NoError(t, err, "a core call is not held by the search limit")
+			assert.Equal(t, "heed-go/heed", name)
+			assert.Len(t, fake.Arrivals(core), 1)
 
-			if tc.ownScope {
-				require.NoError(t, err)
-				assert.Equal(t, "heed-go/heed", name)
-				assert.Len(t, fake.Arrivals(core), 1)
-				return
-			}
+			_, err = c.searchRepos(ctx, "heed")
 			var deferred *heed.DeferredError
-			require.ErrorAs(t, err, &deferred, "the core call is held by the search limit")
+			require.ErrorAs(t, err, &deferred, "the next search is held by the search limit")
 			assert.Equal(t, 0, deferred.Attempts, "deferred at the gate, never sent")
-			assert.Empty(t, fake.Arrivals(core))
+			assert.Len(t, fake.Arrivals(search), 1)
 			assert.False(t, deferred.RetryAt.Before(fake.Arrivals(search)[0].reset))
 		})
 	}
@@ -221,7 +212,7 @@ func TestRunDemo(t *testing.T) {
 	sdkdemotest.RunDemo(t, run,
 		"core call: repository heed-go/heed",
 		"core call: deferred: rate limited (status 403) after 1 attempt(s)",
-		"core call: deferred: cooling down (status 0) after 0 attempt(s)",
+		"search call: deferred: cooling down (status 0) after 0 attempt(s)",
 		"core call: go-github refused: 403 API rate limit of 5000 still exceeded")
 }
 

@@ -1,0 +1,288 @@
+// Server-named scopes: a limit the server names in its answers (GitHub's
+// x-ratelimit-resource, Discord's X-RateLimit-Bucket) is a scope of its own
+// within the request's scope.
+
+package heed
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Some servers count one host's requests against several limits and say
+// which one each answer counted: GitHub's x-ratelimit-resource (core,
+// search, graphql, code_search…), Discord's X-RateLimit-Bucket (a hash, per
+// route, counted per major parameter: the channel, guild or webhook). Such
+// a limit is a scope of its own in the gate, within the request's scope
+// (the policy's, or the host): its holds and published quotas hold only the
+// sends the server counts against it, so a spent search limit does not
+// hold GitHub's core calls. Everything else a Transport keeps of a scope
+// (the pace, the learned cap, a Policy.Limit, the retry budget, the waiting
+// line) stays the request scope's.
+//
+// The server names the limit only in its answer, so a Transport learns,
+// per request scope, which name each request shape (its method and path,
+// each segment with a digit in it read as a parameter) was answered with.
+// A shape not yet answered is taken to count against the resource the
+// server named for most shapes when it first answered them (GitHub's core),
+// once at least two and more than half of them were; with no such resource
+// (early on, or Discord's buckets, which are per route), against the
+// request's scope alone. A send in a named limit is held by its
+// request scope's hold too: a throttle that names no limit, or Discord's
+// global one (X-RateLimit-Global: true, X-RateLimit-Scope: global), holds
+// every send of the scope.
+
+// Bounds on what a Transport keeps of named limits: request scopes with
+// names, shapes per scope (past it, a shape learned anew takes the place
+// of one that counts against the default resource, if any of the first
+// few looked at does), and names counted per scope for its default.
+const (
+	namedScopesKeep = 256
+	namedKeep       = 4096
+	namedVotesKeep  = 16
+)
+
+// names is what a Transport learned of server-named limits.
+type names struct {
+	any    atomic.Bool // a name was ever learned: until then nothing is looked up
+	mu     sync.RWMutex
+	scopes map[string]*scopeNames // by request scope
+}
+
+// scopeNames is what a Transport learned of one request scope's limits.
+type scopeNames struct {
+	shapes   map[string]string // shape → the name it was last answered with
+	votes    map[string]int    // resource → shapes first answered with it
+	fallback string            // the resource of a shape not yet answered (elect)
+}
+
+// lookup returns the name req is taken to count against in scope: its
+// shape's, or the scope's default resource; "" when none. Until a server
+// names a limit it costs an atomic load; then, for a scope whose server
+// never named one, a map look-up.
+func (n *names) lookup(scope string, req *http.Request) string {
+	if !n.any.Load() {
+		return ""
+	}
+	n.mu.RLock()
+	sn := n.scopes[scope]
+	n.mu.RUnlock()
+	if sn == nil {
+		return ""
+	}
+	k := shape(req)
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if name, ok := sn.shapes[k]; ok {
+		return name
+	}
+	return sn.fallback
+}
+
+// learn records that the server counted req, of scope, against name.
+func (n *names) learn(scope string, req *http.Request, name string) {
+	k := shape(req)
+	n.mu.RLock()
+	sn := n.scopes[scope]
+	same := sn != nil && sn.shapes[k] == name
+	n.mu.RUnlock()
+	if same {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.scopes == nil {
+		n.scopes = make(map[string]*scopeNames)
+	}
+	if sn = n.scopes[scope]; sn == nil {
+		if len(n.scopes) >= namedScopesKeep {
+			for old := range n.scopes {
+				delete(n.scopes, old)
+				break
+			}
+		}
+		sn = &scopeNames{shapes: make(map[string]string), votes: make(map[string]int)}
+		n.scopes[scope] = sn
+	}
+	if _, known := sn.shapes[k]; !known {
+		if len(sn.shapes) >= namedKeep {
+			sn.forgetOne()
+		}
+		if strings.HasPrefix(name, "resource ") && (sn.votes[name] > 0 || len(sn.votes) < namedVotesKeep) {
+			sn.votes[name]++
+			sn.fallback = sn.elect()
+		}
+	}
+	sn.shapes[k] = name
+	n.any.Store(true)
+}
+
+// elect returns the default resource: the one named for most shapes when
+// first answered, if at least two and more than half of them; else none.
+func (sn *scopeNames) elect() string {
+	best, total := "", 0
+	for name, n := range sn.votes {
+		total += n
+		if n > sn.votes[best] || (n == sn.votes[best] && name < best) {
+			best = name
+		}
+	}
+	if n := sn.votes[best]; n >= 2 && 2*n > total {
+		return best
+	}
+	return ""
+}
+
+// forgetOne forgets a shape: one that counts against the default resource,
+// which its look-up still finds, if one of the first few looked at does.
+func (sn *scopeNames) forgetOne() {
+	looked := 0
+	var any string
+	for k, name := range sn.shapes {
+		if name == sn.fallback {
+			delete(sn.shapes, k)
+			return
+		}
+		if any == "" {
+			any = k
+		}
+		if looked++; looked == 8 {
+			break
+		}
+	}
+	delete(sn.shapes, any)
+}
+
+// serverName returns the name h gives the limit its request was counted
+// against, or global when h says the limit is the whole scope's (Discord's
+// global limit); "" and false when it names none. A name is 1 to 64 bytes
+// of letters, digits, '-', '_' and '.'; anything else is not read.
+func serverName(h http.Header) (name string, global bool) {
+	if strings.EqualFold(strings.TrimSpace(h.Get("X-Ratelimit-Global")), "true") ||
+		strings.EqualFold(strings.TrimSpace(h.Get("X-Ratelimit-Scope")), "global") {
+		return "", true
+	}
+	if b := strings.TrimSpace(h.Get("X-Ratelimit-Bucket")); nameToken(b) {
+		return "bucket " + b, false
+	}
+	if r := strings.TrimSpace(h.Get("X-Ratelimit-Resource")); nameToken(r) {
+		return "resource " + r, false
+	}
+	return "", false
+}
+
+// nameToken reports whether s can name a limit.
+func nameToken(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// shape is req's method and escaped path, each path segment with a digit
+// in it written as "{}": the requests a server names alike.
+func shape(req *http.Request) string {
+	path := req.URL.EscapedPath()
+	var b strings.Builder
+	b.Grow(len(req.Method) + 1 + len(path))
+	b.WriteString(req.Method)
+	b.WriteByte(' ')
+	for i, seg := range strings.Split(path, "/") {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		if strings.ContainsAny(seg, "0123456789") {
+			b.WriteString("{}")
+		} else {
+			b.WriteString(seg)
+		}
+	}
+	return b.String()
+}
+
+// majorParameter returns the part of path Discord counts a bucket per: the
+// first channel, guild or webhook segment and its ID; "" when there is
+// none. A webhook's token, which Discord counts with its ID, is left out:
+// the ID alone names the webhook, and a scope name is no place for a
+// secret (it is a gate key, and may be logged).
+func majorParameter(path string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i := 0; i+1 < len(segs); i++ {
+		switch segs[i] {
+		case "channels", "guilds", "webhooks":
+			return segs[i] + "/" + segs[i+1]
+		}
+	}
+	return ""
+}
+
+// namedScope returns the scope of the limit name within scope, for req.
+func namedScope(scope, name string, req *http.Request) string {
+	s := scope + "\x1f" + name
+	if strings.HasPrefix(name, "bucket ") {
+		if p := majorParameter(req.URL.EscapedPath()); p != "" {
+			s += "\x1f" + p
+		}
+	}
+	return s
+}
+
+// answerScope reads where the answer of the current send, whose header's
+// marks are m, holds (c.holdIn, "" for the request scope): the limit it
+// names, learned for the request's shape; the request scope, for a global
+// limit or, from a send in a named limit, for an answer that names none;
+// else the scope the send was admitted in. Later attempts of the call are
+// admitted in the limit named.
+func (c *call) answerScope(resp *http.Response, m marks) {
+	c.holdIn = c.gateScope()
+	if resp == nil {
+		return
+	}
+	name, global := "", false
+	if m&markNamed != 0 {
+		name, global = serverName(resp.Header)
+	}
+	switch {
+	case global:
+		c.holdIn = c.scope
+	case name != "":
+		c.transport.named.learn(c.scope, c.req, name)
+		c.holdIn = namedScope(c.scope, name, c.req)
+		c.named = c.holdIn
+	case c.named != "":
+		c.holdIn = c.scope
+	}
+	if c.holdIn == c.scope {
+		c.holdIn = ""
+	}
+}
+
+// gateScope is the scope the call's sends are admitted in: its named limit,
+// else its request scope.
+func (c *call) gateScope() string {
+	if c.named != "" {
+		return c.named
+	}
+	return c.scope
+}
+
+// scopeHold returns the end of the request scope's hold, for a send in a
+// named limit, when it is after now; else the zero time.
+func (c *call) scopeHold(now time.Time) time.Time {
+	if c.named == "" {
+		return time.Time{}
+	}
+	if until, _ := c.transport.admit.hold(c.ctx, c.scope); until.After(now) {
+		return until
+	}
+	return time.Time{}
+}

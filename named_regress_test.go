@@ -1,0 +1,304 @@
+package heed_test
+
+// Regression tests of limits the server names (named.go): each failed on
+// a first design that moved the whole call into the named scope.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heed-go/heed"
+)
+
+type namedRecorder struct {
+	mu   sync.Mutex
+	sent []string
+	at   []time.Time
+	h    func(r *http.Request) http.Header
+}
+
+func (a *namedRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	a.sent = append(a.sent, r.URL.Path)
+	a.at = append(a.at, time.Now())
+	a.mu.Unlock()
+	return &http.Response{StatusCode: 200, Header: a.h(r), Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
+}
+
+func githubNow(res string, rem int, reset time.Duration) http.Header {
+	return http.Header{"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {strconv.Itoa(rem)},
+		"X-Ratelimit-Reset": {strconv.FormatInt(time.Now().Add(reset).Unix(), 10)}, "X-Ratelimit-Resource": {res}}
+}
+
+// GitHub's core limit is spent (remaining 0, reset in an hour) once core
+// is the scope's default resource (two shapes answered with it): a request
+// to another repository, a shape never answered (no digit in owner/repo),
+// is not sent. Before that, a new shape goes in the request scope alone.
+func TestNamedSpentCoreHoldsNewRepositories(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		remaining := 4999
+		api := &namedRecorder{h: func(*http.Request) http.Header {
+			mu.Lock()
+			defer mu.Unlock()
+			return githubNow("core", remaining, time.Hour)
+		}}
+		tr := heed.New(api)
+		do := func(p string) error {
+			req, _ := http.NewRequestWithContext(context.Background(), "GET", "https://api.github.com"+p, nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		require.NoError(t, do("/repos/a/x/issues"))
+		require.NoError(t, do("/user"))
+		mu.Lock()
+		remaining = 0
+		mu.Unlock()
+		require.NoError(t, do("/repos/a/x/pulls"), "the last of core")
+		api.sent = nil
+		for _, p := range []string{"/repos/b/y/issues", "/repos/c/z/issues", "/orgs/o/members"} {
+			var de *heed.DeferredError
+			require.True(t, errors.As(do(p), &de), "%s while core is spent", p)
+			assert.Zero(t, de.Attempts, "%s deferred at the gate", p)
+		}
+		assert.Empty(t, api.sent, "core spent for an hour")
+	})
+}
+
+// Policy.Limit ("heed never exceeds it"): Rate 1/s. Two shapes learned as
+// core and search, then three requests at one instant.
+func TestNamedLimitStaysTheScopes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &namedRecorder{h: func(r *http.Request) http.Header {
+			if strings.HasPrefix(r.URL.Path, "/search") {
+				return githubNow("search", 29, time.Minute)
+			}
+			return githubNow("core", 4999, time.Hour)
+		}}
+		tr := heed.New(api, heed.WithPolicy(heed.Policy{Limit: heed.Limit{Rate: 1}}))
+		do := func(p string) {
+			req, _ := http.NewRequestWithContext(context.Background(), "GET", "https://api.github.com"+p, nil)
+			if resp, err := tr.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		do("/repos/a/x/issues")
+		do("/search/issues")
+		time.Sleep(10 * time.Second)
+		api.sent, api.at = nil, nil
+		start := time.Now()
+		do("/repos/a/x/issues")
+		do("/search/issues")
+		do("/users/u")
+		t.Logf("sent %v at %v", api.sent, []time.Duration{api.at[0].Sub(start), api.at[1].Sub(start), api.at[2].Sub(start)})
+		if api.at[2].Sub(start) < 2*time.Second {
+			t.Errorf("Limit{Rate: 1} exceeded: 3 sends within %v", api.at[2].Sub(start))
+		}
+	})
+}
+
+type plainJSON struct{}
+
+func (plainJSON) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: http.NoBody, Request: r}, nil
+}
+
+// A plain 2xx with none of the naming fields, to a host that never named a
+// limit, costs allocations once any host named one.
+func TestNamedCostsOtherScopesNothing(t *testing.T) {
+	measure := func(learn bool) float64 {
+		next := http.RoundTripper(plainJSON{})
+		var mu sync.Mutex
+		named := learn
+		rt := heed.New(namedFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if named && r.URL.Host == "a.test" {
+				return &http.Response{StatusCode: 200, Header: http.Header{"X-Ratelimit-Resource": {"core"}}, Body: http.NoBody, Request: r}, nil
+			}
+			return next.RoundTrip(r)
+		}))
+		if learn {
+			req, _ := http.NewRequest("GET", "https://a.test/x/y", nil)
+			rt.RoundTrip(req)
+		}
+		req, _ := http.NewRequest("GET", "https://b.test/repos/o/r/issues/123", nil)
+		return testing.AllocsPerRun(1000, func() { resp, _ := rt.RoundTrip(req); resp.Body.Close() })
+	}
+	base, after := measure(false), measure(true)
+	t.Logf("allocs per plain 2xx to b.test: fresh %.0f, after a.test named a limit %.0f", base, after)
+	if after > base {
+		t.Errorf("added allocations on the success path: %.0f -> %.0f", base, after)
+	}
+}
+
+type namedFunc func(*http.Request) (*http.Response, error)
+
+func (f namedFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Search is spent for a minute; a crawl of many repositories (each a shape
+// of its own: no digit in owner/repo) pushes /search/issues out of the
+// learned shapes, and the next search is sent inside the hold.
+func TestNamedCrawlKeepsALiveHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &namedRecorder{h: func(r *http.Request) http.Header {
+			if strings.HasPrefix(r.URL.Path, "/search") {
+				return githubNow("search", 0, time.Minute)
+			}
+			return githubNow("core", 4999, time.Hour)
+		}}
+		tr := heed.New(api, heed.WithPolicy(heed.Policy{MaxWait: time.Second}))
+		do := func(p string) error {
+			req, _ := http.NewRequestWithContext(context.Background(), "GET", "https://api.github.com"+p, nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		do("/search/issues") // served, spends search: held a minute
+		if err := do("/search/issues"); err == nil {
+			t.Fatal("expected the hold")
+		}
+		for i := 0; i < 20000; i++ {
+			do("/repos/" + strings.Repeat(string(rune('a'+i%26)), 1+i/26%8) + "/r" + string(rune('a'+i/208%26)) + string(rune('a'+i/5408%26)))
+		}
+		api.sent = nil
+		err := do("/search/issues")
+		t.Logf("search after the crawl: err=%v sent=%v", err, api.sent)
+		if len(api.sent) > 0 {
+			t.Error("search sent inside its hold after its shape was evicted")
+		}
+	})
+}
+
+// R1, the first search of a fresh Transport, gets a 500 naming search and
+// waits 10s (backoff) to retry; meanwhile R2, now sent in the learned
+// search scope, gets a 60s hold. R1's retry must not go inside it.
+func TestNamedRetryWaitsForTheLimitLearned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		n := 0
+		rt := namedFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			at = append(at, time.Since(start))
+			h := githubNow("search", 5, time.Minute)
+			st := 500
+			switch n {
+			case 2:
+				h.Set("Retry-After", "60")
+				st = 429
+			case 3:
+				h = githubNow("search", 29, time.Minute)
+				st = 200
+			}
+			return &http.Response{StatusCode: st, Header: h, Body: http.NoBody, Request: r}, nil
+		})
+		tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxWait: 30 * time.Second, MaxAttempts: 3, Backoff: heed.Constant(10 * time.Second)}))
+		do := func() {
+			req, _ := http.NewRequestWithContext(context.Background(), "GET", "https://api.github.com/search/issues", nil)
+			if resp, err := tr.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); do() }() // R1
+		time.Sleep(time.Second)
+		do() // R2: 429, Retry-After 60 (defers)
+		wg.Wait()
+		t.Logf("sends at %v", at)
+		if len(at) > 2 && at[2] < 61*time.Second {
+			t.Errorf("R1's retry sent at %v, inside R2's hold (until ~61s)", at[2])
+		}
+	})
+}
+
+// A named send (Discord bucket) dialing while another send of the host gets
+// Discord's global 429: it must not be written before the global hold ends.
+func TestNamedWireCheckSeesTheScopesHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		written := map[string]time.Time{}
+		phase := "warm1"
+		rt := namedFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			ph := phase
+			mu.Unlock()
+			id := r.Header.Get("X-Id")
+			if id == "B" {
+				time.Sleep(250 * time.Millisecond) // a slow dial
+				conn := &refusingConn{}
+				if tr := httptrace.ContextClientTrace(r.Context()); tr != nil && tr.GotConn != nil {
+					tr.GotConn(httptrace.GotConnInfo{Conn: conn})
+				}
+				if conn.refuses() {
+					return nil, context.Canceled
+				}
+			}
+			mu.Lock()
+			written[id] = time.Now()
+			mu.Unlock()
+			h := http.Header{"X-Ratelimit-Bucket": {"abcd"}, "X-Ratelimit-Scope": {"user"}, "X-Ratelimit-Remaining": {"3"}, "X-Ratelimit-Reset-After": {"1"}}
+			status := 200
+			switch {
+			case ph == "warm2":
+				status = 429
+				h.Set("Retry-After", "1")
+			case id == "A":
+				time.Sleep(80 * time.Millisecond)
+				status = 429
+				h = http.Header{"Retry-After": {"2"}, "X-Ratelimit-Global": {"true"}, "X-Ratelimit-Scope": {"global"}}
+			}
+			return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+		})
+		tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1}))
+		do := func(id string) {
+			req, _ := http.NewRequest("POST", "https://discord.test/api/v10/channels/1/messages", nil)
+			req.Header.Set("X-Id", id)
+			if resp, err := tr.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		do("w1") // learns the bucket
+		mu.Lock()
+		phase = "warm2"
+		mu.Unlock()
+		do("w2") // a throttle of the scope: the wire check is armed
+		time.Sleep(1100 * time.Millisecond)
+		mu.Lock()
+		phase = "race"
+		mu.Unlock()
+		var wg sync.WaitGroup
+		wg.Add(1)
+		start := time.Now()
+		go func() { defer wg.Done(); do("A") }()
+		time.Sleep(time.Millisecond)
+		do("B")
+		wg.Wait()
+		holdEnd := start.Add(80*time.Millisecond + 2*time.Second)
+		t.Logf("B written at +%v; global hold ends at +%v", written["B"].Sub(start), holdEnd.Sub(start))
+		if written["B"].Before(holdEnd) {
+			t.Errorf("B written %v before the global hold's end", holdEnd.Sub(written["B"]))
+		}
+	})
+}
