@@ -37,6 +37,19 @@ func (a *namedRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Header: a.h(r), Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
 }
 
+// githubGet returns a GET of a path of api.github.com through tr, its
+// response's body closed.
+func githubGet(tr http.RoundTripper) func(path string) error {
+	return func(path string) error {
+		req, _ := http.NewRequestWithContext(context.Background(), "GET", "https://api.github.com"+path, nil)
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+}
+
 func githubNow(res string, rem int, reset time.Duration) http.Header {
 	return http.Header{"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {strconv.Itoa(rem)},
 		"X-Ratelimit-Reset": {strconv.FormatInt(time.Now().Add(reset).Unix(), 10)}, "X-Ratelimit-Resource": {res}}
@@ -56,14 +69,7 @@ func TestNamedSpentCoreHoldsNewRepositories(t *testing.T) {
 			return githubNow("core", remaining, time.Hour)
 		}}
 		tr := heed.New(api)
-		do := func(p string) error {
-			req, _ := http.NewRequestWithContext(context.Background(), "GET", "https://api.github.com"+p, nil)
-			resp, err := tr.RoundTrip(req)
-			if err == nil {
-				resp.Body.Close()
-			}
-			return err
-		}
+		do := githubGet(tr)
 		require.NoError(t, do("/repos/a/x/issues"))
 		require.NoError(t, do("/user"))
 		mu.Lock()
@@ -163,14 +169,7 @@ func TestNamedCrawlKeepsALiveHold(t *testing.T) {
 			return githubNow("core", 4999, time.Hour)
 		}}
 		tr := heed.New(api, heed.WithPolicy(heed.Policy{MaxWait: time.Second}))
-		do := func(p string) error {
-			req, _ := http.NewRequestWithContext(context.Background(), "GET", "https://api.github.com"+p, nil)
-			resp, err := tr.RoundTrip(req)
-			if err == nil {
-				resp.Body.Close()
-			}
-			return err
-		}
+		do := githubGet(tr)
 		do("/search/issues") // served, spends search: held a minute
 		if err := do("/search/issues"); err == nil {
 			t.Fatal("expected the hold")
