@@ -22,6 +22,7 @@ import (
 func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := c.policy
 	paced := false // holds a pacing token
+	c.lookName()
 	for {
 		if now.IsZero() {
 			now = time.Now()
@@ -211,6 +212,9 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served bool) {
 			}
 		} else if ok {
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
+			if c.takenIn != c.scope {
+				c.transport.named.held(c.scope, q.Reset) // a named limit's quota: its names are kept till then
+			}
 			if !c.local.published.Load() {
 				c.local.published.Store(true)
 			}
@@ -257,9 +261,11 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 	until := now.Add(min(hint, c.transport.maxHold))
 	if c.holdIn != "" {
 		// A limit the server named (named.go): its hold is the gate's;
-		// the request scope's own state is not held by it, but its sends
-		// are checked at the wire for a while.
+		// the request scope's own state is not held by it, but is kept,
+		// and its sends are checked at the wire for a while.
 		c.local.throttledAt.Store(now.UnixNano())
+		c.local.stated(now)
+		c.transport.named.held(c.scope, until)
 		if err := c.transport.gate.Hold(c.ctx, c.holdIn, until); err != nil {
 			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 		}

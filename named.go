@@ -34,6 +34,11 @@ import (
 // request scope's hold too: a throttle that names no limit, or Discord's
 // global one (X-RateLimit-Global: true, X-RateLimit-Scope: global), holds
 // every send of the scope.
+//
+// Named limits are kept apart only in a Transport's own gate (Transport.
+// split): in a gate given by WithGate, which other Transports share, one
+// that has not learned the names would send into a limit held there, so
+// the whole scope is held, as for any server.
 
 // Bounds on what a Transport keeps of named limits: request scopes with
 // names, shapes per scope (past it, a shape learned anew takes the place
@@ -54,6 +59,9 @@ type names struct {
 
 // scopeNames is what a Transport learned of one request scope's limits.
 type scopeNames struct {
+	// until is the latest end of a hold, or reset of a quota, of its named
+	// limits: till then, the scope's names are not forgotten
+	until    time.Time
 	shapes   map[string]string // shape → the name it was last answered with
 	votes    map[string]int    // resource → shapes first answered with it
 	fallback string            // the resource of a shape not yet answered (elect)
@@ -99,10 +107,7 @@ func (n *names) learn(scope string, req *http.Request, name string) {
 	}
 	if sn = n.scopes[scope]; sn == nil {
 		if len(n.scopes) >= namedScopesKeep {
-			for old := range n.scopes {
-				delete(n.scopes, old)
-				break
-			}
+			n.forgetScope()
 		}
 		sn = &scopeNames{shapes: make(map[string]string), votes: make(map[string]int)}
 		n.scopes[scope] = sn
@@ -118,6 +123,40 @@ func (n *names) learn(scope string, req *http.Request, name string) {
 	}
 	sn.shapes[k] = name
 	n.any.Store(true)
+}
+
+// forgetScope forgets the names of a scope whose named limits hold
+// nothing: the first of a few looked at, else the one whose hold ends
+// first (its sends then go in the request scope, held whole by nothing
+// of the limit forgotten: a bound, not a choice).
+func (n *names) forgetScope() {
+	now := time.Now()
+	looked := 0
+	var first string
+	var firstUntil time.Time
+	for scope, sn := range n.scopes {
+		if sn.until.Before(now) {
+			delete(n.scopes, scope)
+			return
+		}
+		if first == "" || sn.until.Before(firstUntil) {
+			first, firstUntil = scope, sn.until
+		}
+		if looked++; looked == 8 {
+			break
+		}
+	}
+	delete(n.scopes, first)
+}
+
+// held records that a named limit of scope holds, or publishes a quota,
+// until then.
+func (n *names) held(scope string, until time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if sn := n.scopes[scope]; sn != nil && until.After(sn.until) {
+		sn.until = until
+	}
 }
 
 // elect returns the default resource: the one named for most shapes when
@@ -263,6 +302,19 @@ func (c *call) answerScope(resp *http.Response, m marks) {
 	}
 	if c.holdIn == c.scope {
 		c.holdIn = ""
+	}
+}
+
+// lookName sets the limit the call's next send is admitted in from what
+// the Transport knows now: another call may have learned the shape's name
+// since this one began, or while it waited. A limit this call's answers
+// named is kept when the Transport no longer knows the shape.
+func (c *call) lookName() {
+	if !c.transport.split {
+		return
+	}
+	if name := c.transport.named.lookup(c.scope, c.req); name != "" {
+		c.named = namedScope(c.scope, name, c.req)
 	}
 }
 

@@ -301,3 +301,205 @@ func TestNamedWireCheckSeesTheScopesHold(t *testing.T) {
 		}
 	})
 }
+
+// otherQuotaGate is a QuotaGate that is not heed's own, as redisgate is.
+type otherQuotaGate struct{ heed.QuotaGate }
+
+// wireAcross: A gets a 429 naming Discord bucket abcd, Retry-After 2,
+// answered at +80ms; B (the same bucket) passed the gate at +1ms and is
+// dialing until +250ms: it must not be written before +2.08s. With a gate
+// given (WithGate), named limits are not kept apart, and the whole scope
+// is held. named=false: the same with no naming fields (control).
+func wireAcross(t *testing.T, named bool, gate heed.Gate) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		written := map[string]time.Time{}
+		phase := "warm1"
+		rt := namedFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			ph := phase
+			mu.Unlock()
+			id := r.Header.Get("X-Id")
+			if id == "B" {
+				time.Sleep(250 * time.Millisecond)
+				conn := &refusingConn{}
+				if tr := httptrace.ContextClientTrace(r.Context()); tr != nil && tr.GotConn != nil {
+					tr.GotConn(httptrace.GotConnInfo{Conn: conn})
+				}
+				if conn.refuses() {
+					return nil, context.Canceled
+				}
+			}
+			mu.Lock()
+			written[id] = time.Now()
+			mu.Unlock()
+			h := http.Header{"X-Ratelimit-Remaining": {"3"}, "X-Ratelimit-Reset-After": {"1"}}
+			if named {
+				h.Set("X-Ratelimit-Bucket", "abcd")
+				h.Set("X-Ratelimit-Scope", "user")
+			}
+			status := 200
+			switch {
+			case ph == "warm2":
+				status = 429
+				h.Set("Retry-After", "1")
+			case id == "A":
+				time.Sleep(80 * time.Millisecond)
+				status = 429
+				h.Set("Retry-After", "2")
+				h.Set("X-Ratelimit-Remaining", "0")
+			}
+			return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+		})
+		tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1}), heed.WithGate(gate))
+		do := func(id string) {
+			req, _ := http.NewRequest("POST", "https://discord.test/api/v10/channels/1/messages", nil)
+			req.Header.Set("X-Id", id)
+			if resp, err := tr.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		do("w1")
+		mu.Lock()
+		phase = "warm2"
+		mu.Unlock()
+		do("w2")
+		time.Sleep(1100 * time.Millisecond)
+		mu.Lock()
+		phase = "race"
+		mu.Unlock()
+		var wg sync.WaitGroup
+		wg.Add(1)
+		start := time.Now()
+		go func() { defer wg.Done(); do("A") }()
+		time.Sleep(time.Millisecond)
+		do("B")
+		wg.Wait()
+		holdEnd := start.Add(80*time.Millisecond + 2*time.Second)
+		wb, ok := written["B"]
+		t.Logf("named=%v B written=%v at +%v; hold ends +%v", named, ok, wb.Sub(start), holdEnd.Sub(start))
+		if ok && wb.Before(holdEnd) {
+			t.Errorf("B written %v before the hold's end", holdEnd.Sub(wb))
+		}
+	})
+}
+
+// TestNamedWireCheckOnASharedGate and the two below: the wire check holds
+// a dialing send to a hold learned meanwhile, on any kind of gate given.
+func TestNamedWireCheckOnASharedGate(t *testing.T) {
+	wireAcross(t, true, otherQuotaGate{heed.NewGate().(heed.QuotaGate)})
+}
+func TestNamedWireCheckOnASharedGateUnnamed(t *testing.T) {
+	wireAcross(t, false, otherQuotaGate{heed.NewGate().(heed.QuotaGate)})
+}
+func TestNamedWireCheckOnHeedsGate(t *testing.T) { wireAcross(t, true, heed.NewGate()) }
+
+// 257+ tenants (ScopeFor): the names of a request scope whose named limit
+// holds are not forgotten to make room for others.
+func TestNamedManyTenantsKeepALiveHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &namedRecorder{h: func(r *http.Request) http.Header {
+			if strings.HasPrefix(r.URL.Path, "/search") {
+				return githubNow("search", 0, time.Minute)
+			}
+			return githubNow("core", 4999, time.Hour)
+		}}
+		tr := heed.New(api, heed.WithPolicy(heed.Policy{MaxWait: time.Second,
+			ScopeFor: func(r *http.Request) string { return r.Header.Get("X-Tenant") }}))
+		do := func(tenant, path string) error {
+			req, _ := http.NewRequest("GET", "https://api.github.com"+path, nil)
+			req.Header.Set("X-Tenant", tenant)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		do("t0", "/search/issues") // spends t0's search for a minute
+		var de *heed.DeferredError
+		if err := do("t0", "/search/issues"); !errors.As(err, &de) {
+			t.Fatalf("expected the hold, got %v", err)
+		}
+		for i := 1; i <= 2000; i++ {
+			do("t"+strconv.Itoa(i), "/user")
+		}
+		api.mu.Lock()
+		api.sent = nil
+		api.mu.Unlock()
+		err := do("t0", "/search/issues")
+		t.Logf("t0 search after 2000 tenants: err=%v sent=%v", err, api.sent)
+		if len(api.sent) > 0 {
+			t.Error("t0's search sent inside its spent search limit (reset in a minute)")
+		}
+	})
+}
+
+// Fleet: two Transports share a gate; T1 learns search is spent; T2,
+// which learned no names, must not send search inside it. Named limits are
+// kept apart only in a Transport's own gate, so the shared gate holds the
+// whole scope.
+func TestNamedSharedGateHoldsTheScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &namedRecorder{h: func(r *http.Request) http.Header {
+			return githubNow("search", 0, time.Minute)
+		}}
+		g := heed.NewGate()
+		t1 := heed.New(api, heed.WithGate(g), heed.WithPolicy(heed.Policy{MaxWait: time.Second}))
+		t2 := heed.New(api, heed.WithGate(g), heed.WithPolicy(heed.Policy{MaxWait: time.Second}))
+		githubGet(t1)("/search/issues")
+		err1 := githubGet(t1)("/search/issues")
+		api.sent = nil
+		err := githubGet(t2)("/search/issues")
+		t.Logf("T1 again: %v; T2: err=%v sent=%v", err1, err, api.sent)
+		if len(api.sent) > 0 {
+			t.Error("T2 sent search inside the spent search limit its shared gate holds")
+		}
+	})
+}
+
+// R1's first attempt fails on the network (no answer, so it names nothing)
+// and backs off 10s; meanwhile R2 learns /search/issues is "search" and gets a
+// 60s hold. R1's retry must not be written inside that hold.
+func TestNamedRetryAfterNoAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		n := 0
+		rt := namedFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			at = append(at, time.Since(start))
+			switch n {
+			case 1:
+				return nil, errors.New("connection reset by peer")
+			case 2:
+				h := githubNow("search", 5, time.Minute)
+				h.Set("Retry-After", "60")
+				return &http.Response{StatusCode: 429, Header: h, Body: http.NoBody, Request: r}, nil
+			}
+			return &http.Response{StatusCode: 200, Header: githubNow("search", 29, time.Minute), Body: http.NoBody, Request: r}, nil
+		})
+		tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxWait: 30 * time.Second, MaxAttempts: 3, Backoff: heed.Constant(10 * time.Second)}))
+		do := func() error {
+			req, _ := http.NewRequestWithContext(context.Background(), "GET", "https://api.github.com/search/issues", nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		var wg sync.WaitGroup
+		var err1 error
+		wg.Add(1)
+		go func() { defer wg.Done(); err1 = do() }() // R1
+		time.Sleep(time.Second)
+		err2 := do() // R2
+		wg.Wait()
+		t.Logf("sends at %v; R1 err=%v; R2 err=%v", at, err1, err2)
+		if len(at) > 2 && at[2] < 61*time.Second {
+			t.Errorf("R1's retry sent at %v, inside R2's search hold (until ~61s)", at[2])
+		}
+	})
+}

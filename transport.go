@@ -39,6 +39,7 @@ type Transport struct {
 	observe func(Event)
 
 	named names // limits servers named, per request scope (named.go)
+	split bool  // the gate is this Transport's own: named limits are kept apart in it
 
 	scopesMu sync.RWMutex
 	scopes   map[string]*scopeLocal
@@ -60,6 +61,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 	}
 	if t.gate == nil {
 		t.gate = NewGate()
+		t.split = true
 	} else {
 		// A gate given may be shared: so is the pace, if it keeps one.
 		t.paces, _ = t.gate.(PaceGate)
@@ -136,9 +138,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if c.scope == "" {
 			c.scope = req.Host
 		}
-	}
-	if name := t.named.lookup(c.scope, req); name != "" {
-		c.named = namedScope(c.scope, name, req)
 	}
 	c.local, c.retries, c.known = t.scope(p, c.scope, start)
 	c.retries.first(start)
@@ -290,7 +289,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			}
 		}
 		c.holdIn = ""
-		if m&markNamed != 0 || c.named != "" {
+		if c.transport.split && (m&markNamed != 0 || c.named != "") {
 			c.answerScope(resp, m)
 		}
 		c.done(resp, m, sent, resp != nil && v.Class != Throttled)

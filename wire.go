@@ -93,6 +93,7 @@ func (check *wireCheck) gotConn(info httptrace.GotConnInfo) {
 // hold may have been set elsewhere meanwhile; heed's own gate, always.
 func (c *call) awaitHold(attempt int, remote bool, source string) (time.Time, error) {
 	p := c.policy
+	c.lookName()
 	for {
 		until := c.holdEnd(remote)
 		now := time.Now()
