@@ -22,8 +22,8 @@ import (
 func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := c.policy
 	paced := false // holds a pacing token
-	c.lookName()
 	for {
+		c.lookName() // a limit learned meanwhile holds this send too
 		if now.IsZero() {
 			now = time.Now()
 		}
@@ -43,7 +43,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		scopeHeld := !nb.IsZero()
 		if !scopeHeld {
 			var err error
-			c.takenIn = c.gateScope()
+			c.takenIn, c.takenAs = c.gateScope(), c.namedAs
 			nb, now, c.episode, err = c.transport.admit.take(c.ctx, c.takenIn, now)
 			if err != nil {
 				c.taken = false
@@ -212,8 +212,8 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served bool) {
 			}
 		} else if ok {
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
-			if c.takenIn != c.scope {
-				c.transport.named.held(c.scope, q.Reset) // a named limit's quota: its names are kept till then
+			if c.takenIn != c.scope && r == 0 {
+				c.transport.named.held(c.scope, c.takenAs, q.Reset) // a named limit spent: its names are kept till then
 			}
 			if !c.local.published.Load() {
 				c.local.published.Store(true)
@@ -265,7 +265,7 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 		// and its sends are checked at the wire for a while.
 		c.local.throttledAt.Store(now.UnixNano())
 		c.local.stated(now)
-		c.transport.named.held(c.scope, until)
+		c.transport.named.held(c.scope, c.holdAs, until)
 		if err := c.transport.gate.Hold(c.ctx, c.holdIn, until); err != nil {
 			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 		}

@@ -59,9 +59,9 @@ type names struct {
 
 // scopeNames is what a Transport learned of one request scope's limits.
 type scopeNames struct {
-	// until is the latest end of a hold, or reset of a quota, of its named
-	// limits: till then, the scope's names are not forgotten
-	until    time.Time
+	// live holds, by name, the end of the latest hold or spent quota of a
+	// named limit: till then, no shape of it, nor the scope, is forgotten
+	live     map[string]time.Time
 	shapes   map[string]string // shape → the name it was last answered with
 	votes    map[string]int    // resource → shapes first answered with it
 	fallback string            // the resource of a shape not yet answered (elect)
@@ -90,31 +90,36 @@ func (n *names) lookup(scope string, req *http.Request) string {
 	return sn.fallback
 }
 
-// learn records that the server counted req, of scope, against name.
-func (n *names) learn(scope string, req *http.Request, name string) {
+// learn records that the server counted req, of scope, against name, and
+// reports whether req's shape now counts against it. It does not when the
+// bounds are full of limits that hold: forgetting one would send into its
+// hold, so the new name is not learned, and its answer holds the whole
+// request scope instead.
+func (n *names) learn(scope string, req *http.Request, name string) bool {
 	k := shape(req)
 	n.mu.RLock()
 	sn := n.scopes[scope]
 	same := sn != nil && sn.shapes[k] == name
 	n.mu.RUnlock()
 	if same {
-		return
+		return true
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	now := time.Now()
 	if n.scopes == nil {
 		n.scopes = make(map[string]*scopeNames)
 	}
 	if sn = n.scopes[scope]; sn == nil {
-		if len(n.scopes) >= namedScopesKeep {
-			n.forgetScope()
+		if len(n.scopes) >= namedScopesKeep && !n.forgetScope(now) {
+			return false
 		}
-		sn = &scopeNames{shapes: make(map[string]string), votes: make(map[string]int)}
+		sn = &scopeNames{live: make(map[string]time.Time), shapes: make(map[string]string), votes: make(map[string]int)}
 		n.scopes[scope] = sn
 	}
 	if _, known := sn.shapes[k]; !known {
-		if len(sn.shapes) >= namedKeep {
-			sn.forgetOne()
+		if len(sn.shapes) >= namedKeep && !sn.forgetOne(now) {
+			return false
 		}
 		if strings.HasPrefix(name, "resource ") && (sn.votes[name] > 0 || len(sn.votes) < namedVotesKeep) {
 			sn.votes[name]++
@@ -123,39 +128,53 @@ func (n *names) learn(scope string, req *http.Request, name string) {
 	}
 	sn.shapes[k] = name
 	n.any.Store(true)
+	return true
 }
 
-// forgetScope forgets the names of a scope whose named limits hold
-// nothing: the first of a few looked at, else the one whose hold ends
-// first (its sends then go in the request scope, held whole by nothing
-// of the limit forgotten: a bound, not a choice).
-func (n *names) forgetScope() {
-	now := time.Now()
-	looked := 0
-	var first string
-	var firstUntil time.Time
-	for scope, sn := range n.scopes {
-		if sn.until.Before(now) {
-			delete(n.scopes, scope)
-			return
-		}
-		if first == "" || sn.until.Before(firstUntil) {
-			first, firstUntil = scope, sn.until
-		}
-		if looked++; looked == 8 {
-			break
+// holds reports whether one of sn's named limits holds at now.
+func (sn *scopeNames) holds(now time.Time) bool {
+	for _, until := range sn.live {
+		if until.After(now) {
+			return true
 		}
 	}
-	delete(n.scopes, first)
+	return false
 }
 
-// held records that a named limit of scope holds, or publishes a quota,
+// forgetScope forgets the names of a scope none of whose named limits
+// holds, and reports whether there was one.
+func (n *names) forgetScope(now time.Time) bool {
+	for scope, sn := range n.scopes {
+		if !sn.holds(now) {
+			delete(n.scopes, scope)
+			return true
+		}
+	}
+	return false
+}
+
+// forgetOne forgets a shape whose look-up still finds its name (it counts
+// against the default resource), else one whose named limit holds nothing,
+// and reports whether there was one.
+func (sn *scopeNames) forgetOne(now time.Time) bool {
+	for _, fallback := range []bool{true, false} {
+		for k, name := range sn.shapes {
+			if (fallback && sn.fallback != "" && name == sn.fallback) || (!fallback && !sn.live[name].After(now)) {
+				delete(sn.shapes, k)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// held records that scope's limit name holds, or has spent its quota,
 // until then.
-func (n *names) held(scope string, until time.Time) {
+func (n *names) held(scope, name string, until time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if sn := n.scopes[scope]; sn != nil && until.After(sn.until) {
-		sn.until = until
+	if sn := n.scopes[scope]; sn != nil && until.After(sn.live[name]) {
+		sn.live[name] = until
 	}
 }
 
@@ -173,26 +192,6 @@ func (sn *scopeNames) elect() string {
 		return best
 	}
 	return ""
-}
-
-// forgetOne forgets a shape: one that counts against the default resource,
-// which its look-up still finds, if one of the first few looked at does.
-func (sn *scopeNames) forgetOne() {
-	looked := 0
-	var any string
-	for k, name := range sn.shapes {
-		if name == sn.fallback {
-			delete(sn.shapes, k)
-			return
-		}
-		if any == "" {
-			any = k
-		}
-		if looked++; looked == 8 {
-			break
-		}
-	}
-	delete(sn.shapes, any)
 }
 
 // serverName returns the name h gives the limit its request was counted
@@ -282,7 +281,7 @@ func namedScope(scope, name string, req *http.Request) string {
 // else the scope the send was admitted in. Later attempts of the call are
 // admitted in the limit named.
 func (c *call) answerScope(resp *http.Response, m marks) {
-	c.holdIn = c.gateScope()
+	c.holdIn, c.holdAs = c.gateScope(), c.takenAs
 	if resp == nil {
 		return
 	}
@@ -293,10 +292,11 @@ func (c *call) answerScope(resp *http.Response, m marks) {
 	switch {
 	case global:
 		c.holdIn = c.scope
+	case name != "" && c.transport.named.learn(c.scope, c.req, name):
+		c.holdIn, c.holdAs = namedScope(c.scope, name, c.req), name
+		c.named, c.namedAs = c.holdIn, name
 	case name != "":
-		c.transport.named.learn(c.scope, c.req, name)
-		c.holdIn = namedScope(c.scope, name, c.req)
-		c.named = c.holdIn
+		c.holdIn = c.scope // not learned: the whole scope holds
 	case c.named != "":
 		c.holdIn = c.scope
 	}
@@ -314,7 +314,7 @@ func (c *call) lookName() {
 		return
 	}
 	if name := c.transport.named.lookup(c.scope, c.req); name != "" {
-		c.named = namedScope(c.scope, name, c.req)
+		c.named, c.namedAs = namedScope(c.scope, name, c.req), name
 	}
 }
 
@@ -327,13 +327,13 @@ func (c *call) gateScope() string {
 	return c.scope
 }
 
-// scopeHold returns the end of the request scope's hold, for a send in a
-// named limit, when it is after now; else the zero time.
+// scopeHold returns the end of the request scope's hold or spent quota,
+// for a send in a named limit, when it is after now; else the zero time.
 func (c *call) scopeHold(now time.Time) time.Time {
 	if c.named == "" {
 		return time.Time{}
 	}
-	if until, _ := c.transport.admit.hold(c.ctx, c.scope); until.After(now) {
+	if until := c.transport.admit.reset(c.ctx, c.scope); until.After(now) {
 		return until
 	}
 	return time.Time{}

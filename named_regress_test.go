@@ -461,3 +461,171 @@ func TestNamedRetryWaitsForTheLimitLearned(t *testing.T) {
 		})
 	}
 }
+
+// R1 (slow) learns /search/issues -> search and gets a 60 s hold at +2s.
+// R0 gets a 429 naming nothing: the whole scope is held until +5.5s.
+// A (same shape, unknown when it entered passGate) waits out the scope hold
+// in passGate's loop and is then admitted in the request scope, c.named
+// never relooked: sent inside search's hold.
+func TestNamedGateWaitRelearns(t *testing.T) {
+	for _, wire := range []bool{false, true} {
+		t.Run(strconv.FormatBool(wire), func(t *testing.T) { gateWaitCase(t, wire) })
+	}
+}
+
+func gateWaitCase(t *testing.T, wire bool) {
+	gateWaitSet(t, wire, 2*time.Second, "60", "5", 30*time.Second)
+}
+
+// The same past wireCheckFor: the scope is held 90 s (a 429 naming
+// nothing), search for 10 min from +5s; A waits 90 s in passGate and is
+// sent, the wire check no longer armed, even with GotConn.
+func TestNamedGateWaitPastTheWireCheck(t *testing.T) {
+	gateWaitSet(t, true, 5*time.Second, "600", "90", 5*time.Minute)
+}
+
+func gateWaitSet(t *testing.T, wire bool, r1 time.Duration, r1After, r0After string, maxWait time.Duration) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var sent []string
+		rt := namedFunc(func(r *http.Request) (*http.Response, error) {
+			id := r.Header.Get("X-Id")
+			if id == "A" && wire {
+				conn := &refusingConn{}
+				if tr := httptrace.ContextClientTrace(r.Context()); tr != nil && tr.GotConn != nil {
+					tr.GotConn(httptrace.GotConnInfo{Conn: conn})
+				} else {
+					t.Log("A: no wire check")
+				}
+				if conn.refuses() {
+					return nil, context.Canceled
+				}
+			}
+			mu.Lock()
+			sent = append(sent, id+"@"+time.Since(start).String())
+			mu.Unlock()
+			h := http.Header{}
+			status := 200
+			switch id {
+			case "R1":
+				time.Sleep(r1)
+				h = githubNow("search", 5, time.Minute)
+				h.Set("Retry-After", r1After)
+				status = 429
+			case "R0":
+				h.Set("Retry-After", r0After)
+				status = 429
+			default:
+				h = githubNow("search", 5, time.Minute)
+			}
+			return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+		})
+		tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1, MaxWait: maxWait}))
+		do := func(id, path string) error {
+			req, _ := http.NewRequest("GET", "https://api.github.com"+path, nil)
+			req.Header.Set("X-Id", id)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { do("R1", "/search/issues") })
+		time.Sleep(500 * time.Millisecond)
+		do("R0", "/user")
+		time.Sleep(500 * time.Millisecond)
+		err := do("A", "/search/issues")
+		wg.Wait()
+		t.Logf("sends %v; A err=%v", sent, err)
+		for _, s := range sent {
+			if strings.HasPrefix(s, "A@") {
+				t.Errorf("A sent at %s, inside search's hold (set at +%v for %ss)", s, r1, r1After)
+
+			}
+		}
+	})
+}
+
+// An answer naming nothing publishes a spent quota (remaining 0, reset in
+// 60 s) in the request scope; a send of a shape known to be in a bucket
+// ignores it (scopeHold reads the hold only). a3d2895 holds it.
+func TestNamedSendWaitsForTheScopesSpentQuota(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var sent []string
+		rt := namedFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			sent = append(sent, r.URL.Path)
+			mu.Unlock()
+			h := http.Header{"X-Ratelimit-Remaining": {"3"}, "X-Ratelimit-Reset": {"60"}, "X-Ratelimit-Bucket": {"abcd"}}
+			if strings.HasPrefix(r.URL.Path, "/other") {
+				h = http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"60"}}
+			}
+			return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
+		})
+		tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxWait: time.Second}))
+		do := func(path string) error {
+			req, _ := http.NewRequest("GET", "https://x.test"+path, nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		do("/channels/1/messages") // learns the bucket
+		do("/other")               // spends the host's quota for 60 s
+		mu.Lock()
+		sent = nil
+		mu.Unlock()
+		err1 := do("/other")
+		err2 := do("/channels/1/messages")
+		t.Logf("after the spent quota: /other err=%v; bucketed err=%v; sent=%v", err1, err2, sent)
+		if len(sent) > 0 {
+			t.Errorf("sent %v inside the scope's spent quota", sent)
+		}
+	})
+}
+
+// 300 tenants each use /user twice (a core quota, kept an hour); t0's
+// search is spent for a minute, the soonest-ending 'until': forgetScope
+// forgets t0's names, and t0's search is sent inside its hold.
+func TestNamedBusyTenantsKeepALiveHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &namedRecorder{h: func(r *http.Request) http.Header {
+			if strings.HasPrefix(r.URL.Path, "/search") {
+				return githubNow("search", 0, time.Minute)
+			}
+			return githubNow("core", 4999, time.Hour)
+		}}
+		tr := heed.New(api, heed.WithPolicy(heed.Policy{MaxWait: time.Second,
+			ScopeFor: func(r *http.Request) string { return r.Header.Get("X-Tenant") }}))
+		do := func(tenant, path string) error {
+			req, _ := http.NewRequest("GET", "https://api.github.com"+path, nil)
+			req.Header.Set("X-Tenant", tenant)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		do("t0", "/search/issues")
+		var de *heed.DeferredError
+		if err := do("t0", "/search/issues"); !errors.As(err, &de) {
+			t.Fatalf("expected the hold, got %v", err)
+		}
+		for i := 1; i <= 300; i++ {
+			do("t"+strconv.Itoa(i), "/user")
+			do("t"+strconv.Itoa(i), "/user")
+		}
+		api.mu.Lock()
+		api.sent = nil
+		api.mu.Unlock()
+		err := do("t0", "/search/issues")
+		t.Logf("t0 search after 300 busy tenants: err=%v sent=%v", err, api.sent)
+		if len(api.sent) > 0 {
+			t.Error("t0's search sent inside its spent search limit")
+		}
+	})
+}

@@ -192,14 +192,16 @@ type call struct {
 	// admitted in, within scope (named.go); "": scope itself
 	named string
 	// takenIn is the scope the current send was admitted in; holdIn, where
-	// its answer's hold and quota go when not scope (named.go)
-	takenIn, holdIn string
-	body            replay
-	newKey          string // a key heed adds to every attempt, if any
-	kept            *kept  // the last attempt's outcome, while GetBody may still fail
-	taken           bool   // a QuotaGate admitted the current send: tell it when done
-	episode         int64  // the episode heed's own gate admitted it in
-	urlText         string // the request URL redacted, once needed
+	// its answer's hold and quota go when not scope (named.go); namedAs,
+	// takenAs and holdAs, the names of named, takenIn and holdIn
+	takenIn, holdIn          string
+	namedAs, takenAs, holdAs string
+	body                     replay
+	newKey                   string // a key heed adds to every attempt, if any
+	kept                     *kept  // the last attempt's outcome, while GetBody may still fail
+	taken                    bool   // a QuotaGate admitted the current send: tell it when done
+	episode                  int64  // the episode heed's own gate admitted it in
+	urlText                  string // the request URL redacted, once needed
 
 	// the last attempt
 	status int
