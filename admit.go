@@ -23,7 +23,6 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := c.policy
 	paced := false // holds a pacing token
 	for {
-		c.lookName() // a limit learned meanwhile holds this send too
 		if now.IsZero() {
 			now = time.Now()
 		}
@@ -38,7 +37,8 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			}
 		}
 		// A send in a named limit waits for its request scope's hold
-		// too (named.go).
+		// too (named.go); a limit learned during any wait holds it.
+		c.lookName()
 		nb := c.scopeHold(now)
 		scopeHeld := !nb.IsZero()
 		if !scopeHeld {

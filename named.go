@@ -141,31 +141,49 @@ func (sn *scopeNames) holds(now time.Time) bool {
 	return false
 }
 
+// namedLook bounds the entries a bound looks at for one to forget: never
+// a scan of them all.
+const namedLook = 64
+
 // forgetScope forgets the names of a scope none of whose named limits
-// holds, and reports whether there was one.
+// holds, among the first namedLook, and reports whether there was one.
 func (n *names) forgetScope(now time.Time) bool {
+	looked := 0
 	for scope, sn := range n.scopes {
 		if !sn.holds(now) {
 			delete(n.scopes, scope)
 			return true
 		}
+		if looked++; looked == namedLook {
+			break
+		}
 	}
 	return false
 }
 
-// forgetOne forgets a shape whose look-up still finds its name (it counts
-// against the default resource), else one whose named limit holds nothing,
-// and reports whether there was one.
+// forgetOne forgets a shape whose named limit holds nothing, among the
+// first namedLook, one of the default resource first (its look-up still
+// finds its name), and reports whether there was one.
 func (sn *scopeNames) forgetOne(now time.Time) bool {
-	for _, fallback := range []bool{true, false} {
-		for k, name := range sn.shapes {
-			if (fallback && sn.fallback != "" && name == sn.fallback) || (!fallback && !sn.live[name].After(now)) {
-				delete(sn.shapes, k)
-				return true
-			}
+	looked := 0
+	other := ""
+	for k, name := range sn.shapes {
+		if sn.fallback != "" && name == sn.fallback && !sn.live[name].After(now) {
+			delete(sn.shapes, k)
+			return true
+		}
+		if other == "" && !sn.live[name].After(now) {
+			other = k
+		}
+		if looked++; looked == namedLook {
+			break
 		}
 	}
-	return false
+	if other == "" {
+		return false
+	}
+	delete(sn.shapes, other)
+	return true
 }
 
 // held records that scope's limit name holds, or has spent its quota,
@@ -173,9 +191,21 @@ func (sn *scopeNames) forgetOne(now time.Time) bool {
 func (n *names) held(scope, name string, until time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if sn := n.scopes[scope]; sn != nil && until.After(sn.live[name]) {
-		sn.live[name] = until
+	sn := n.scopes[scope]
+	if sn == nil || !until.After(sn.live[name]) {
+		return
 	}
+	if _, ok := sn.live[name]; !ok && len(sn.live) >= namedLook {
+		// Names whose holds are over go; those that hold stay, however
+		// many, till they end.
+		now := time.Now()
+		for other, end := range sn.live {
+			if !end.After(now) {
+				delete(sn.live, other)
+			}
+		}
+	}
+	sn.live[name] = until
 }
 
 // elect returns the default resource: the one named for most shapes when

@@ -125,8 +125,16 @@ func (c *call) holdEnd(remote bool) int64 {
 		return until
 	}
 	if c.named != "" {
-		// A send in a named limit (named.go): that limit's hold too.
-		if nb, _ := c.transport.admit.hold(c.ctx, c.named); nb.UnixNano() > until && !nb.IsZero() {
+		// A send in a named limit (named.go): that limit's hold too, and,
+		// when it was admitted elsewhere (the limit was learned since),
+		// its spent quota.
+		var nb time.Time
+		if c.named != c.takenIn {
+			nb = c.transport.admit.reset(c.ctx, c.named)
+		} else {
+			nb, _ = c.transport.admit.hold(c.ctx, c.named)
+		}
+		if nb.UnixNano() > until && !nb.IsZero() {
 			until = nb.UnixNano()
 		}
 	}
