@@ -123,7 +123,11 @@ func (n *names) learn(scope string, req *http.Request, name string) bool {
 		}
 		if strings.HasPrefix(name, "resource ") && (sn.votes[name] > 0 || len(sn.votes) < namedVotesKeep) {
 			sn.votes[name]++
-			sn.fallback = sn.elect()
+			if !sn.live[sn.fallback].After(now) {
+				// Not while the default holds: the shapes never seen that
+				// it holds would go unheld.
+				sn.fallback = sn.elect()
+			}
 		}
 	}
 	sn.shapes[k] = name

@@ -592,3 +592,55 @@ func TestNamedSendWaitsForTheScopesSpentQuota(t *testing.T) {
 		}
 	})
 }
+
+// TestNamedDefaultStaysWhileItHolds: core is the elected default (2
+// shapes) and is spent for an hour. Search calls admitted before it was
+// spent (new shapes, in core) are answered after, naming search: their
+// votes must not un-elect core while it holds, or a new repository's shape
+// would be sent while core is spent.
+func TestNamedDefaultStaysWhileItHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		remaining := 4999
+		release := make(chan struct{})
+		var sent []string
+		rt := namedFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			sent = append(sent, r.URL.Path)
+			mu.Unlock()
+			var h http.Header
+			if strings.HasPrefix(r.URL.Path, "/search") {
+				<-release
+				h = githubNow("search", 29, time.Minute)
+			} else {
+				mu.Lock()
+				h = githubNow("core", remaining, time.Hour)
+				mu.Unlock()
+			}
+			return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
+		})
+		tr := heed.New(rt)
+		do := githubGet(tr)
+		do("/repos/a/x/issues")
+		do("/user") // core elected: 2 of 2
+		var wg sync.WaitGroup
+		for _, p := range []string{"/search/issues", "/search/repositories"} {
+			wg.Go(func() { do(p) })
+		}
+		synctest.Wait() // both in flight, admitted in core
+		mu.Lock()
+		remaining = 0
+		mu.Unlock()
+		do("/user") // core spent for an hour
+		close(release)
+		wg.Wait() // core 2, search 2: no default
+		mu.Lock()
+		sent = nil
+		mu.Unlock()
+		err := do("/repos/b/y/issues")
+		var de *heed.DeferredError
+		require.True(t, errors.As(err, &de), "a new repository while core is spent: %v", err)
+		assert.Zero(t, de.Attempts)
+		assert.Empty(t, sent)
+	})
+}
