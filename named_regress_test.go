@@ -188,83 +188,17 @@ func TestNamedCrawlKeepsALiveHold(t *testing.T) {
 
 // A named send (Discord bucket) dialing while another send of the host gets
 // Discord's global 429: it must not be written before the global hold ends.
-func TestNamedWireCheckSeesTheScopesHold(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		written := map[string]time.Time{}
-		phase := "warm1"
-		rt := namedFunc(func(r *http.Request) (*http.Response, error) {
-			mu.Lock()
-			ph := phase
-			mu.Unlock()
-			id := r.Header.Get("X-Id")
-			if id == "B" {
-				time.Sleep(250 * time.Millisecond) // a slow dial
-				conn := &refusingConn{}
-				if tr := httptrace.ContextClientTrace(r.Context()); tr != nil && tr.GotConn != nil {
-					tr.GotConn(httptrace.GotConnInfo{Conn: conn})
-				}
-				if conn.refuses() {
-					return nil, context.Canceled
-				}
-			}
-			mu.Lock()
-			written[id] = time.Now()
-			mu.Unlock()
-			h := http.Header{"X-Ratelimit-Bucket": {"abcd"}, "X-Ratelimit-Scope": {"user"}, "X-Ratelimit-Remaining": {"3"}, "X-Ratelimit-Reset-After": {"1"}}
-			status := 200
-			switch {
-			case ph == "warm2":
-				status = 429
-				h.Set("Retry-After", "1")
-			case id == "A":
-				time.Sleep(80 * time.Millisecond)
-				status = 429
-				h = http.Header{"Retry-After": {"2"}, "X-Ratelimit-Global": {"true"}, "X-Ratelimit-Scope": {"global"}}
-			}
-			return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
-		})
-		tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1}))
-		do := func(id string) {
-			req, _ := http.NewRequest("POST", "https://discord.test/api/v10/channels/1/messages", nil)
-			req.Header.Set("X-Id", id)
-			if resp, err := tr.RoundTrip(req); err == nil {
-				resp.Body.Close()
-			}
-		}
-		do("w1") // learns the bucket
-		mu.Lock()
-		phase = "warm2"
-		mu.Unlock()
-		do("w2") // a throttle of the scope: the wire check is armed
-		time.Sleep(1100 * time.Millisecond)
-		mu.Lock()
-		phase = "race"
-		mu.Unlock()
-		var wg sync.WaitGroup
-		wg.Add(1)
-		start := time.Now()
-		go func() { defer wg.Done(); do("A") }()
-		time.Sleep(time.Millisecond)
-		do("B")
-		wg.Wait()
-		holdEnd := start.Add(80*time.Millisecond + 2*time.Second)
-		t.Logf("B written at +%v; global hold ends at +%v", written["B"].Sub(start), holdEnd.Sub(start))
-		if written["B"].Before(holdEnd) {
-			t.Errorf("B written %v before the global hold's end", holdEnd.Sub(written["B"]))
-		}
-	})
-}
 
 // otherQuotaGate is a QuotaGate that is not heed's own, as redisgate is.
 type otherQuotaGate struct{ heed.QuotaGate }
 
-// wireAcross: A gets a 429 naming Discord bucket abcd, Retry-After 2,
-// answered at +80ms; B (the same bucket) passed the gate at +1ms and is
-// dialing until +250ms: it must not be written before +2.08s. With a gate
-// given (WithGate), named limits are not kept apart, and the whole scope
-// is held. named=false: the same with no naming fields (control).
-func wireAcross(t *testing.T, named bool, gate heed.Gate) {
+// wireAcross: A gets a 429 (Retry-After 2, answered at +80ms) naming
+// Discord bucket abcd, or the global limit; B, of the same bucket, passed
+// the gate at +1ms and is dialing until +250ms: it must not be written
+// before +2.08s. named=false: the same with no naming fields. A nil gate
+// is heed's own, where named limits are kept apart; with a gate given, the
+// whole scope is held.
+func wireAcross(t *testing.T, named, global bool, gate heed.Gate) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		written := map[string]time.Time{}
@@ -297,6 +231,10 @@ func wireAcross(t *testing.T, named bool, gate heed.Gate) {
 			case ph == "warm2":
 				status = 429
 				h.Set("Retry-After", "1")
+			case id == "A" && global:
+				time.Sleep(80 * time.Millisecond)
+				status = 429
+				h = http.Header{"Retry-After": {"2"}, "X-Ratelimit-Global": {"true"}, "X-Ratelimit-Scope": {"global"}}
 			case id == "A":
 				time.Sleep(80 * time.Millisecond)
 				status = 429
@@ -331,22 +269,29 @@ func wireAcross(t *testing.T, named bool, gate heed.Gate) {
 		wg.Wait()
 		holdEnd := start.Add(80*time.Millisecond + 2*time.Second)
 		wb, ok := written["B"]
-		t.Logf("named=%v B written=%v at +%v; hold ends +%v", named, ok, wb.Sub(start), holdEnd.Sub(start))
-		if ok && wb.Before(holdEnd) {
-			t.Errorf("B written %v before the hold's end", holdEnd.Sub(wb))
-		}
+		require.True(t, ok, "B is written once the hold ends")
+		assert.False(t, wb.Before(holdEnd), "B written %v before the hold's end", holdEnd.Sub(wb))
 	})
 }
 
-// TestNamedWireCheckOnASharedGate and the two below: the wire check holds
-// a dialing send to a hold learned meanwhile, on any kind of gate given.
-func TestNamedWireCheckOnASharedGate(t *testing.T) {
-	wireAcross(t, true, otherQuotaGate{heed.NewGate().(heed.QuotaGate)})
+// TestNamedWireCheck: the wire check holds a dialing send to a hold
+// learned meanwhile: a named limit's or the global one in heed's own gate,
+// and the whole scope's in any kind of gate given.
+func TestNamedWireCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		named, global bool
+		gate          func() heed.Gate
+	}{
+		{"heed's own gate, a bucket", true, false, func() heed.Gate { return nil }},
+		{"heed's own gate, the global limit", true, true, func() heed.Gate { return nil }},
+		{"a gate given, a bucket", true, false, func() heed.Gate { return heed.NewGate() }},
+		{"another QuotaGate, a bucket", true, false, func() heed.Gate { return otherQuotaGate{heed.NewGate().(heed.QuotaGate)} }},
+		{"another QuotaGate, nothing named", false, false, func() heed.Gate { return otherQuotaGate{heed.NewGate().(heed.QuotaGate)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wireAcross(t, tc.named, tc.global, tc.gate()) })
+	}
 }
-func TestNamedWireCheckOnASharedGateUnnamed(t *testing.T) {
-	wireAcross(t, false, otherQuotaGate{heed.NewGate().(heed.QuotaGate)})
-}
-func TestNamedWireCheckOnHeedsGate(t *testing.T) { wireAcross(t, true, heed.NewGate()) }
 
 // TestNamedManyTenantsKeepALiveHold: past 256 tenants (ScopeFor) whose
 // servers name limits, the names of a tenant whose named limit holds are
