@@ -251,17 +251,10 @@ func (c *call) heldElsewhere(now, nb time.Time) {
 	if c.local.published.Load() {
 		return
 	}
-	until := nb.UnixNano()
-	for {
-		held := c.local.heldUntil.Load()
-		// The gate may round a hold up to its own precision: a
-		// millisecond, in redisgate.
-		if until <= held+int64(time.Millisecond) {
-			return
-		}
-		if c.local.heldUntil.CompareAndSwap(held, until) {
-			break
-		}
+	// The gate may round a hold up to its own precision: a millisecond,
+	// in redisgate.
+	if !c.local.heldUntil.raise(nb, time.Millisecond) {
+		return
 	}
 	c.local.throttledAt.Store(now.UnixNano())
 	c.local.stated(now)
@@ -284,11 +277,7 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 		}
 		return
 	}
-	for held := c.local.heldUntil.Load(); until.UnixNano() > held; held = c.local.heldUntil.Load() {
-		if c.local.heldUntil.CompareAndSwap(held, until.UnixNano()) {
-			break
-		}
-	}
+	c.local.heldUntil.raise(until, 0)
 	c.local.throttledAt.Store(now.UnixNano())
 	c.local.stated(now)
 	if err := c.transport.gate.Hold(c.ctx, c.scope, until); err != nil {

@@ -22,9 +22,9 @@ type scopeLocal struct {
 	known   map[*policy]*known // the Limit of each policy that has one
 	waiting atomic.Int64       // RoundTrips waiting to send
 
-	// The latest hold this Transport set, and when it was set, in Unix
-	// nanoseconds: what the wire check checks against.
-	heldUntil   atomic.Int64
+	// The latest hold this Transport set, what the wire check checks
+	// against, and when it was set, in Unix nanoseconds.
+	heldUntil   instant
 	throttledAt atomic.Int64
 	// published: a response of the scope published a quota, whose reset
 	// the gate may answer as a wait
@@ -158,7 +158,7 @@ func (sl *scopeLocal) stated(now time.Time) { sl.stateAt.Store(now.UnixNano()) }
 // meanwhile.
 func (sl *scopeLocal) quiet(now time.Time) bool {
 	n := now.UnixNano()
-	if sl.users.Load() != 0 || sl.heldUntil.Load() > n || sl.quotaUntil.Load() > n {
+	if sl.users.Load() != 0 || sl.heldUntil.load().After(now) || sl.quotaUntil.Load() > n {
 		return false
 	}
 	keep := wireCheckFor
@@ -188,4 +188,32 @@ func scopeName(s string) string {
 		return strings.ReplaceAll(s, rules.NamedSep, "%1F")
 	}
 	return s
+}
+
+// instant is a time kept for atomic use with its monotonic reading, so
+// that a hold learned in process is waited out on the monotonic clock: a
+// wall clock slewed or stepped meanwhile does not end it early. Setting it
+// allocates; a hold is rare.
+type instant struct{ p atomic.Pointer[time.Time] }
+
+// load returns the instant; the zero time when none was set.
+func (i *instant) load() time.Time {
+	if p := i.p.Load(); p != nil {
+		return *p
+	}
+	return time.Time{}
+}
+
+// raise sets the instant to t if t is more than slack later than it, and
+// reports whether it did.
+func (i *instant) raise(t time.Time, slack time.Duration) bool {
+	for {
+		old := i.p.Load()
+		if old != nil && !t.After(old.Add(slack)) {
+			return false
+		}
+		if i.p.CompareAndSwap(old, &t) {
+			return true
+		}
+	}
 }

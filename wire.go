@@ -97,10 +97,10 @@ func (c *call) awaitHold(attempt int, remote bool, source string) (time.Time, er
 	for {
 		until := c.holdEnd(remote)
 		now := time.Now()
-		if until <= now.UnixNano() {
+		if !until.After(now) {
 			return now, nil
 		}
-		wait := time.Duration(until - now.UnixNano())
+		wait := until.Sub(now)
 		d := c.waitDecision(attempt, now, wait, reasonCoolingDown, source)
 		if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
 			return now, c.deferred(&d, attempt-1)
@@ -114,13 +114,13 @@ func (c *call) awaitHold(attempt int, remote bool, source string) (time.Time, er
 	}
 }
 
-// holdEnd is the end of the scope's hold in Unix nanoseconds: the latest
-// of this Transport's own and its gate's, the gate asked when it answers
+// holdEnd is the end of the scope's hold: the latest of this Transport's
+// own and its gate's, the gate asked when it answers
 // in process or remote is set. A quota the scope published leaves a gate
 // other than heed's own unasked: its NotBefore may be that quota's reset,
 // which a send already admitted does not wait for.
-func (c *call) holdEnd(remote bool) int64 {
-	until := c.local.heldUntil.Load()
+func (c *call) holdEnd(remote bool) time.Time {
+	until := c.local.heldUntil.load()
 	if _, own := c.transport.admit.(ownAdmission); !own && (!remote || c.local.published.Load()) {
 		return until
 	}
@@ -134,14 +134,14 @@ func (c *call) holdEnd(remote bool) int64 {
 		} else {
 			nb, _ = c.transport.admit.hold(c.ctx, c.named)
 		}
-		if nb.UnixNano() > until && !nb.IsZero() {
-			until = nb.UnixNano()
+		if nb.After(until) {
+			until = nb
 		}
 	}
 	nb, _ := c.transport.admit.hold(c.ctx, c.scope)
-	if nb.UnixNano() > until && !nb.IsZero() {
+	if nb.After(until) {
 		c.heldElsewhere(time.Now(), nb)
-		return nb.UnixNano()
+		return nb
 	}
 	return until
 }
