@@ -355,10 +355,12 @@ func namedScope(scope, name string, req *http.Request) string {
 // answerScope reads where the answer of the current send, whose header's
 // marks are m, holds (c.holdIn, "" for the request scope): the limit it
 // names, learned for the request's shape; the request scope, for a global
-// limit or, from a send in a named limit, for an answer that names none;
-// else the scope the send was admitted in. Later attempts of the call are
+// limit, for a throttle while the limit named has sends left (GitHub's
+// secondary limits, which name the resource but count the whole account)
+// or, from a send in a named limit, for an answer that names none; else
+// the scope the send was admitted in. Later attempts of the call are
 // admitted in the limit named.
-func (c *call) answerScope(resp *http.Response, m marks) {
+func (c *call) answerScope(resp *http.Response, m marks, throttled bool) {
 	c.holdIn, c.holdAs = c.gateScope(), c.takenAs
 	if resp == nil {
 		return
@@ -380,6 +382,9 @@ func (c *call) answerScope(resp *http.Response, m marks) {
 		c.named, c.namedAs = c.holdIn, name
 		if told != nil {
 			c.transport.shareNames(c.ctx, c.scope, told)
+		}
+		if left, state := remainingField(resp.Header, hdrXRemaining); throttled && state == remainingValid && left > 0 {
+			c.holdIn = c.scope // refused by no limit it names
 		}
 	case c.named != "":
 		c.holdIn = c.scope

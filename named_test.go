@@ -237,3 +237,55 @@ func TestNamedScopeFixtures(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedSecondaryLimitHoldsTheScope: a throttle that names a limit with
+// sends left was not that limit's: GitHub's secondary limits name the
+// resource of the request (core, 4,987 left) but count the whole account,
+// so the answer holds the request scope, search calls included, for its
+// wait: the header's, or the minute a body alone means.
+func TestNamedSecondaryLimitHoldsTheScope(t *testing.T) {
+	for _, tc := range []struct {
+		fixture string
+		wait    time.Duration
+	}{
+		{"github-403-secondary-rate-limit.http", time.Minute},
+		{"github-403-secondary-no-retry-after.http", time.Minute},
+	} {
+		t.Run(strings.TrimSuffix(tc.fixture, ".http"), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				toFixtureEpoch(t)
+				const core, search = "https://api.github.com/repos/octocat/hello-world", "https://api.github.com/search/issues"
+				var got []string
+				rt := fixtureRT(func(req *http.Request) (*http.Response, error) {
+					got = append(got, req.URL.String())
+					if req.URL.String() == core {
+						resp := loadFixture(t, tc.fixture)
+						rebaseFixture(t, resp, time.Now())
+						resp.Request = req
+						return resp, nil
+					}
+					return &http.Response{StatusCode: 200, Header: github("search", 29, time.Minute)(time.Now()), Body: io.NopCloser(strings.NewReader("{}")), Request: req}, nil
+				})
+				tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxWait: 30 * time.Second}))
+				do := func(url string) error {
+					resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", url, nil))
+					if err == nil {
+						readBody(t, resp)
+					}
+					return err
+				}
+				require.NoError(t, do(search)) // teaches heed search's name
+				start := time.Now()
+				var de *heed.DeferredError
+				require.ErrorAs(t, do(core), &de)
+				assert.Equal(t, 1, de.Attempts)
+				for _, url := range []string{search, core} {
+					require.ErrorAs(t, do(url), &de, url)
+					assert.Zero(t, de.Attempts, "%s is held at the gate", url)
+					assert.GreaterOrEqual(t, de.RetryAt.Sub(start), tc.wait, url)
+				}
+				assert.Equal(t, []string{search, core}, got)
+			})
+		})
+	}
+}

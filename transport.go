@@ -300,7 +300,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		c.holdIn = ""
 		if c.transport.split && (m&markNamed != 0 || c.named != "") {
-			c.answerScope(resp, m)
+			c.answerScope(resp, m, v.Class == Throttled)
 		}
 		c.done(resp, m, sent, resp != nil && v.Class != Throttled)
 
