@@ -138,7 +138,7 @@ func (c *call) holdEnd(remote bool) time.Time {
 			until = nb
 		}
 	}
-	nb, _ := c.transport.admit.hold(c.ctx, c.scope)
+	nb, _ := c.transport.admit.hold(c.ctx, c.asked())
 	if nb.After(until) {
 		c.heldElsewhere(time.Now(), nb)
 		return nb

@@ -153,15 +153,19 @@ func (g *gate) argsHeld(now time.Time, held int64, more ...any) []any {
 func (g *gate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
 	g.sync(ctx)
 	now := g.now()
-	scope, _, _ = g.named(scope)
+	asked := scope
+	scope, marks, reads := g.named(scope)
+	if !reads {
+		marks = ""
+	}
 	nb, err := call(g, ctx, "not before", scope, func(ctx context.Context) (int64, error) {
-		return g.run(ctx, notBeforeScript, scope, "", g.args(now, scope)).Int64()
+		return g.run(ctx, notBeforeScript, scope, marks, g.args(now, scope)).Int64()
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return time.Time{}, err
 		}
-		return g.local.gate.NotBefore(ctx, scope)
+		return g.local.gate.NotBefore(ctx, asked)
 	}
 	return unixMilli(g.endFromRedis(nb)), nil
 }
@@ -195,6 +199,14 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 // knows this process's holds and the quotas its responses published,
 // answers instead.
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
+	nb, _, err := g.TakeMarked(ctx, scope)
+	return nb, err
+}
+
+// TakeMarked is Take, and reports whether the time to ask again is the end
+// of the marks of limits named within the scope (rules.NamedSep): heed
+// then reads the names its fleet learned.
+func (g *gate) TakeMarked(ctx context.Context, scope string) (time.Time, bool, error) {
 	g.sync(ctx)
 	now := g.now()
 	asked := scope
@@ -207,22 +219,22 @@ func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return time.Time{}, err
+			return time.Time{}, false, err
 		}
 		at, _ := g.local.gate.Take(ctx, asked) // heed.NewGate's never fails
 		if at.IsZero() {
 			g.admitted(ctx, scope, taken{bucket: g.nowToRedis(now.UnixMilli()) / g.life.Milliseconds(), episode: -1, local: true})
 		}
-		return at, nil
+		return at, false, nil
 	}
 	if len(res) != 3 {
-		return time.Time{}, fmt.Errorf("redisgate: take %q: unexpected reply %v", scope, res)
+		return time.Time{}, false, fmt.Errorf("redisgate: take %q: unexpected reply %v", scope, res)
 	}
 	if res[0] > 0 {
-		return time.UnixMilli(g.endFromRedis(res[0])), nil
+		return time.UnixMilli(g.endFromRedis(res[0])), res[2] == 1, nil
 	}
 	g.admitted(ctx, scope, taken{bucket: res[1], episode: res[2]})
-	return time.Time{}, nil
+	return time.Time{}, false, nil
 }
 
 // admitted records s, a send of scope, and tells the local gate of the

@@ -183,13 +183,18 @@ end
 `
 
 // notBeforeScript returns the hold or, when the published quota is spent,
-// the quota's reset, if that is later.
+// the quota's reset, if that is later; given KEYS[2], the marks' end, if
+// that is later still.
 var notBeforeScript = redis.NewScript(prelude + `
 if dirty then save() end
-if k == 1 and a <= 0 and r > u then
-  return r
+local nb = u
+if k == 1 and a <= 0 and r > nb then
+  nb = r
 end
-return u
+if KEYS[2] then
+  nb = math.max(nb, marked())
+end
+return nb
 `)
 
 // holdScript extends the hold to ARGV[5] (the prelude does) and returns
@@ -202,7 +207,8 @@ return u
 `)
 
 // takeScript admits one send and returns {0, its bucket, its episode}, or
-// returns {the time to ask again, -1, 0}: heed's memGate.take. ARGV[6] is
+// returns {the time to ask again, -1, 0}, or {the marks' end, -1, 1} when
+// the marks hold it: heed's memGate.take. ARGV[6] is
 // rules.QuotaRecheck in milliseconds: while sends set against a spent quota
 // are unanswered, one of them may give its send back, and the refused send
 // asks again that soon rather than at the reset. ARGV[7] is 1 when the
@@ -215,7 +221,7 @@ if KEYS[2] then
   local y = marked()
   if y > now and y > u then
     if dirty then save() end
-    return {y, -1, 0}
+    return {y, -1, 1}
   end
 end
 if u > now then
