@@ -138,9 +138,15 @@ func (c *call) holdEnd(remote bool) time.Time {
 			until = nb
 		}
 	}
-	nb, _ := c.transport.admit.hold(c.ctx, c.asked())
+	asked := c.asked()
+	nb, _ := c.transport.admit.hold(c.ctx, asked)
 	if nb.After(until) {
-		c.heldElsewhere(time.Now(), nb)
+		if !c.transport.shares || asked != c.scope {
+			// A hold, not the marks of limits named within the scope
+			// (namedshare.go), which pace nothing and hold only the
+			// sends whose limit is not known.
+			c.heldElsewhere(time.Now(), nb)
+		}
 		return nb
 	}
 	return until
