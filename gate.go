@@ -213,7 +213,7 @@ func (g *memGate) Take(_ context.Context, scope string) (time.Time, error) {
 // admitted in, or returns the time to ask again, and whether that is the
 // end of the marks of its named limits (rules.NamedSep).
 func (g *memGate) take(scope string, now time.Time) (nb time.Time, episode int64, marks bool) {
-	scope, _, marked := gateKey(scope)
+	scope, request, marked := gateKey(scope)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
@@ -236,7 +236,9 @@ func (g *memGate) take(scope string, now time.Time) (nb time.Time, episode int64
 			}
 			return s.reset, 0, false
 		}
-		s.available--
+		if s.available--; s.available <= 0 {
+			defer g.mark(request, s.reset, now) // spent by this send; after the lock's defer, before its release
+		}
 	} else if g.infer && s.capacity > 0 {
 		limit := s.capacity
 		if s.probing() {

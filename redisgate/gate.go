@@ -211,11 +211,12 @@ func (g *gate) TakeMarked(ctx context.Context, scope string) (time.Time, bool, e
 	now := g.now()
 	asked := scope
 	scope, marks, reads := g.named(scope)
-	if !reads {
-		marks = ""
+	how := "w" // a named limit's take, which may spend its quota
+	if reads {
+		how = "r"
 	}
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
-		return g.run(ctx, takeScript, scope, marks, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe)).Int64Slice()
+		return g.run(ctx, takeScript, scope, marks, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe, how)).Int64Slice()
 	})
 	if err != nil {
 		if ctx.Err() != nil {

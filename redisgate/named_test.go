@@ -47,6 +47,15 @@ func TestNamedLimitsMarkTheirScope(t *testing.T) {
 			require.True(t, at.IsZero())
 			require.NoError(t, g.Done(ctx, search, &heed.Quota{Remaining: 0, Reset: now.Add(d)}, true))
 		}, func(d time.Duration) want { return want{ignorant: d, search: d} }},
+		{"a named limit's quota spent by its sends", func(ctx context.Context, g heed.QuotaGate, now time.Time, d time.Duration) {
+			at, err := g.Take(ctx, search)
+			require.NoError(t, err)
+			require.True(t, at.IsZero())
+			require.NoError(t, g.Done(ctx, search, &heed.Quota{Remaining: 1, Reset: now.Add(d)}, true))
+			at, err = g.Take(ctx, search) // the last send left
+			require.NoError(t, err)
+			require.True(t, at.IsZero())
+		}, func(d time.Duration) want { return want{ignorant: d, search: d} }},
 		{"a named limit's quota not spent", func(ctx context.Context, g heed.QuotaGate, now time.Time, d time.Duration) {
 			at, err := g.Take(ctx, search)
 			require.NoError(t, err)

@@ -214,10 +214,12 @@ return u
 // asks again that soon rather than at the reset. ARGV[7] is 1 when the
 // gate infers quotas, and ARGV[8] is rules.InferProbe. A refusal saves the
 // hash only when it is dirty: its episode changed, or the prelude set it.
-// Given KEYS[2], the send is from a Transport that knows none of the
-// scope's named limits, and their marks hold it too.
+// Given KEYS[2] and ARGV[9] 'r', the send is one whose limit its Transport
+// has no name for, and the marks hold it too; given KEYS[2] and 'w', the
+// scope is a named limit's, and a send that spends its quota extends the
+// marks to its reset.
 var takeScript = redis.NewScript(prelude + `
-if KEYS[2] then
+if KEYS[2] and ARGV[9] == 'r' then
   local y = marked()
   if y > now and y > u then
     if dirty then save() end
@@ -319,6 +321,7 @@ if k == 1 then
     return {r, -1, 0}
   end
   a = a - 1
+  if KEYS[2] and ARGV[9] == 'w' and a <= 0 then mark(r) end
 elseif infer and c > 0 then
   local lim = c
   if q % probe == 0 then lim = lim + g end
