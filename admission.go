@@ -14,11 +14,9 @@ import (
 // beside which heed's own counts the quotas (plainAdmission).
 type admission interface {
 	// take admits one send of scope at now, returning the zero time and
-	// the episode it was admitted in, or returns the time to ask again,
-	// and whether that is the end of the marks of limits named within the
-	// scope (namedshare.go); at is the time it answered. An error fails
-	// open.
-	take(ctx context.Context, scope string, now time.Time) (nb, at time.Time, episode int64, marks bool, err error)
+	// the episode it was admitted in, or returns the time to ask again;
+	// at is the time it answered. An error fails open.
+	take(ctx context.Context, scope string, now time.Time) (nb, at time.Time, episode int64, err error)
 	// reset is the time the scope's spent quota waits for, or its hold
 	// (Gate.NotBefore); the zero time when not known.
 	reset(ctx context.Context, scope string) time.Time
@@ -51,9 +49,9 @@ func newAdmission(gate Gate) admission {
 // its own, no error.
 type ownAdmission struct{ g *memGate }
 
-func (a ownAdmission) take(_ context.Context, scope string, now time.Time) (time.Time, time.Time, int64, bool, error) {
-	nb, episode, marks := a.g.take(scope, now)
-	return nb, now, episode, marks, nil
+func (a ownAdmission) take(_ context.Context, scope string, now time.Time) (time.Time, time.Time, int64, error) {
+	nb, episode := a.g.take(scope, now)
+	return nb, now, episode, nil
 }
 
 func (a ownAdmission) reset(ctx context.Context, scope string) time.Time {
@@ -74,19 +72,9 @@ func (a ownAdmission) done(_ context.Context, scope string, q *Quota, served boo
 // the quotas, and knows nothing of episodes.
 type quotaAdmission struct{ g QuotaGate }
 
-func (a quotaAdmission) take(ctx context.Context, scope string, _ time.Time) (time.Time, time.Time, int64, bool, error) {
-	if m, ok := a.g.(marksTaker); ok {
-		nb, marks, err := m.TakeMarked(ctx, scope)
-		return nb, time.Now(), 0, marks, err
-	}
+func (a quotaAdmission) take(ctx context.Context, scope string, _ time.Time) (time.Time, time.Time, int64, error) {
 	nb, err := a.g.Take(ctx, scope)
-	return nb, time.Now(), 0, false, err
-}
-
-// marksTaker is a QuotaGate that says when a refusal is the end of the
-// marks of limits named within the scope (namedshare.go): redisgate's.
-type marksTaker interface {
-	TakeMarked(ctx context.Context, scope string) (time.Time, bool, error)
+	return nb, time.Now(), 0, err
 }
 
 func (a quotaAdmission) reset(ctx context.Context, scope string) time.Time {
@@ -110,14 +98,14 @@ type plainAdmission struct {
 	mem  *memGate
 }
 
-func (a plainAdmission) take(ctx context.Context, scope string, _ time.Time) (time.Time, time.Time, int64, bool, error) {
+func (a plainAdmission) take(ctx context.Context, scope string, _ time.Time) (time.Time, time.Time, int64, error) {
 	nb, err := a.gate.NotBefore(ctx, scope)
 	now := time.Now()
 	if err != nil || nb.After(now) {
-		return nb, now, 0, false, err
+		return nb, now, 0, err
 	}
-	nb, episode, _ := a.mem.take(scope, now)
-	return nb, now, episode, false, nil
+	nb, episode := a.mem.take(scope, now)
+	return nb, now, episode, nil
 }
 
 func (a plainAdmission) reset(ctx context.Context, scope string) time.Time {

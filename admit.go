@@ -41,11 +41,14 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		c.lookName()
 		nb := c.scopeHold(now)
 		scopeHeld := !nb.IsZero()
-		marked := false // held by the marks of limits named within the scope
 		if !scopeHeld {
 			var err error
 			c.takenIn, c.takenAs = c.gateScope(), c.namedAs
-			nb, now, c.episode, marked, err = c.transport.admit.take(c.ctx, c.takeScope(), now)
+			in := c.takenIn
+			if c.named == "" && c.knows {
+				in += rules.NamedSep // not held by the limits it knows of (rules.NamedSep)
+			}
+			nb, now, c.episode, err = c.transport.admit.take(c.ctx, in, now)
 			if err != nil {
 				c.taken = false
 				c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, err: err})
@@ -55,24 +58,20 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 				c.taken = true
 				return now, nil
 			}
-			if marked && !c.read {
-				// Held by a limit named within the scope, which this
-				// Transport has no name for the shape of: with the names
-				// the fleet learned, the send goes in its own limit, or,
-				// a shape no one named, is sent (namedshare.go).
+			if c.named == "" && !c.knows && !c.read && c.transport.shares {
+				// Perhaps held by limits other Transports learned: with
+				// their names, this send may go in its own (namedshare.go).
 				c.read = true
-				c.transport.readNames(c.ctx, c.scope)
-				if c.lookName(); c.named == "" {
-					c.probe = true
+				if c.transport.readNames(c.ctx, c.scope) {
+					now = time.Time{}
+					continue
 				}
-				now = time.Time{}
-				continue
 			}
 		}
 		// Not admitted: wait for the gate to open, then spread out, so
 		// that the scope's waiters do not all fire at the same instant.
-		if c.named == "" && !marked || scopeHeld {
-			c.heldElsewhere(now, nb) // a named limit's hold, or marks, pace nothing
+		if c.named == "" || scopeHeld {
+			c.heldElsewhere(now, nb) // a named limit's hold paces nothing
 		}
 		base := max(nb.Sub(now), time.Millisecond)
 		level := zapcore.InfoLevel
@@ -85,7 +84,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			// back. One whose time can asks again at each recheck, logged
 			// at debug level. The cost is a NotBefore call per short
 			// refusal; a failing gate answers no reset.
-			if reset := c.transport.admit.reset(c.ctx, c.takeScope()); reset.Sub(now) > base {
+			if reset := c.transport.admit.reset(c.ctx, c.gateScope()); reset.Sub(now) > base {
 				full := reset.Sub(now)
 				if c.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, c.took)) {
 					level = zapcore.DebugLevel
@@ -228,7 +227,6 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served bool) {
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
 			if c.takenIn != c.scope && r == 0 {
 				c.transport.named.held(c.scope, c.takenAs, q.Reset) // a named limit spent: its names are kept till then
-				c.transport.shareNames(c.ctx, c.scope, nil)         // and so are the fleet's
 			}
 			if !c.local.published.Load() {
 				c.local.published.Store(true)
@@ -274,7 +272,6 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 		c.local.throttledAt.Store(now.UnixNano())
 		c.local.stated(now)
 		c.transport.named.held(c.scope, c.holdAs, until)
-		c.transport.shareNames(c.ctx, c.scope, nil) // the fleet's names are kept too
 		if err := c.transport.gate.Hold(c.ctx, c.holdIn, until); err != nil {
 			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 		}

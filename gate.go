@@ -67,10 +67,7 @@ type memGate struct {
 	order  sweep         // of scopes, to forget the idle (sweep.go)
 	spare  []*scopeState // forgotten scopes, to be others' (at most gateKeep)
 	infer  bool          // learn window capacities (WithInferredQuota)
-	// unmarked: the gate is one Transport's own, which has a name for every
-	// limit named there, so nothing is held by marks (namedshare.go)
-	unmarked bool
-	paces    map[string]*keptPace
+	paces  map[string]*keptPace
 	// of paces, to forget those unchanged for rules.PaceKeep
 	paceOrder sweep
 }
@@ -144,7 +141,7 @@ func gateKey(scope string) (key, marks string, marked bool) {
 // or is spent until until. Called with g.mu held, after the limit's own
 // state is done with: state may reuse a forgotten scope's.
 func (g *memGate) mark(request string, until, now time.Time) {
-	if g.unmarked || request == "" || !until.After(now) {
+	if request == "" || !until.After(now) {
 		return
 	}
 	if s := g.state(request, now); until.After(s.named) {
@@ -153,7 +150,7 @@ func (g *memGate) mark(request string, until, now time.Time) {
 }
 
 func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) {
-	scope, _, marked := gateKey(scope)
+	scope, _, _ = gateKey(scope)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.scopes[scope]
@@ -164,22 +161,15 @@ func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) 
 	if s.known && s.available <= 0 && s.reset.After(nb) {
 		nb = s.reset
 	}
-	if marked && s.named.After(nb) {
-		nb = s.named
-	}
 	return nb, nil
 }
 
-// holdEnd is the end of the scope's hold, without its spent quota's reset,
-// and with the marks of its named limits when scope reads them.
+// holdEnd is the end of the scope's hold, without its spent quota's reset.
 func (g *memGate) holdEnd(scope string) time.Time {
-	scope, _, marked := gateKey(scope)
+	scope, _, _ = gateKey(scope)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s := g.scopes[scope]; s != nil {
-		if marked && s.named.After(s.until) {
-			return s.named
-		}
 		return s.until
 	}
 	return time.Time{}
@@ -205,23 +195,22 @@ func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 }
 
 func (g *memGate) Take(_ context.Context, scope string) (time.Time, error) {
-	nb, _, _ := g.take(scope, time.Now())
+	nb, _ := g.take(scope, time.Now())
 	return nb, nil
 }
 
 // take admits one send and returns the zero time and the episode it was
-// admitted in, or returns the time to ask again, and whether that is the
-// end of the marks of its named limits (rules.NamedSep).
-func (g *memGate) take(scope string, now time.Time) (nb time.Time, episode int64, marks bool) {
-	scope, request, marked := gateKey(scope)
+// admitted in, or returns the time to ask again.
+func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
+	scope, _, marked := gateKey(scope)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
 	if marked && s.named.After(now) && s.named.After(s.until) {
-		return s.named, 0, true // a limit named within the scope holds
+		return s.named, 0 // a named limit holds: this sender knows none
 	}
 	if s.until.After(now) {
-		return s.until, 0, false
+		return s.until, 0
 	}
 	if g.infer {
 		s.advance(now)
@@ -232,26 +221,24 @@ func (g *memGate) take(scope string, now time.Time) (nb time.Time, episode int64
 	if s.known {
 		if s.available <= 0 {
 			if s.inflightAtLowest > 0 && now.Add(rules.QuotaRecheck).Before(s.reset) {
-				return now.Add(rules.QuotaRecheck), 0, false // an answer may give a send back
+				return now.Add(rules.QuotaRecheck), 0 // an answer may give a send back
 			}
-			return s.reset, 0, false
+			return s.reset, 0
 		}
-		if s.available--; s.available <= 0 {
-			defer g.mark(request, s.reset, now) // spent by this send; after the lock's defer, before its release
-		}
+		s.available--
 	} else if g.infer && s.capacity > 0 {
 		limit := s.capacity
 		if s.probing() {
 			limit += s.step
 		}
 		if s.episodeTaken >= limit {
-			return s.episodeStart.Add(s.period), 0, false
+			return s.episodeStart.Add(s.period), 0
 		}
 	}
 	s.inflight++
 	s.episodeTaken++
 	s.episodeInflight++
-	return time.Time{}, s.episode, false
+	return time.Time{}, s.episode
 }
 
 // Done records an answer. Which send it answers is not known: sends of

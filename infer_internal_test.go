@@ -16,7 +16,7 @@ func burst(t *testing.T, g *memGate, n int) []int64 {
 	t.Helper()
 	eps := make([]int64, n)
 	for i := range eps {
-		nb, ep, _ := g.take("s", time.Now())
+		nb, ep := g.take("s", time.Now())
 		require.True(t, nb.IsZero(), "send %d of %d admitted", i+1, n)
 		eps[i] = ep
 	}
@@ -59,7 +59,7 @@ func sleepToHold(t *testing.T, g *memGate) {
 // admitted, and the time it refused until.
 func capped(g *memGate, most int) (int, time.Time) {
 	for n := range most {
-		if nb, _, _ := g.take("s", time.Now()); !nb.IsZero() {
+		if nb, _ := g.take("s", time.Now()); !nb.IsZero() {
 			return n, nb
 		}
 	}
@@ -101,7 +101,7 @@ func TestInferredQuotaLearnsAfterTwoStableEpisodes(t *testing.T) {
 		period := s.period
 		assert.Equal(t, time.Second+10*time.Millisecond, period, "reopens a hint after the throttle, 10ms after the last")
 		assert.Equal(t, reopen.Add(period), until, "the rest held until reopen + P")
-		nb, _, _ := g.take("s", until.Add(-time.Millisecond))
+		nb, _ := g.take("s", until.Add(-time.Millisecond))
 		assert.Equal(t, until, nb, "still held just before")
 
 		time.Sleep(time.Until(until))
@@ -219,7 +219,7 @@ func TestInferredQuotaNeverBeforeServerTime(t *testing.T) {
 		require.NoError(t, g.Hold(t.Context(), "s", late))
 		for _, at := range []time.Time{reopen, until, late.Add(-time.Millisecond)} {
 			time.Sleep(time.Until(at))
-			nb, _, _ := g.take("s", time.Now())
+			nb, _ := g.take("s", time.Now())
 			assert.Equal(t, late, nb, "at %v", at.Sub(reopen))
 		}
 	})

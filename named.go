@@ -28,11 +28,12 @@ import (
 // The server names the limit only in its answer, so a Transport learns,
 // per request scope, which name each request shape (its method and path,
 // each segment with a digit in it read as a parameter) was answered with.
-// A shape not yet answered is taken to count against the resource the
-// server named for most shapes when it first answered them (GitHub's core),
-// once at least two and more than half of them were; with no such resource
-// (early on, or Discord's buckets, which are per route), against the
-// request's scope alone. A send in a named limit is held by its
+// A shape not yet answered is taken to count against the name of the
+// latest answered shape of its head (head), else against the resource the
+// server named for most shapes when it first answered them (GitHub's
+// core), once at least two and more than half of them were; with no such
+// resource (early on, or Discord's buckets, which are per route), against
+// the request's scope alone. A send in a named limit is held by its
 // request scope's hold too: a throttle that names no limit, or Discord's
 // global one (X-RateLimit-Global: true, X-RateLimit-Scope: global), holds
 // every send of the scope.
@@ -55,7 +56,6 @@ const (
 // names is what a Transport learned of server-named limits.
 type names struct {
 	any    atomic.Bool // a name was ever learned: until then nothing is looked up
-	sticky bool        // the gate is shared: a default resource, once elected, stays
 	mu     sync.RWMutex
 	scopes map[string]*scopeNames // by request scope
 }
@@ -66,9 +66,9 @@ type scopeNames struct {
 	// named limit: till then, no shape of it, nor the scope, is forgotten
 	live     map[string]time.Time
 	shapes   map[string]string // shape → the name it was last answered with
+	heads    map[string]string // a shape's head → the name a shape of it was last answered with
 	votes    map[string]int    // resource → shapes first answered with it
 	fallback string            // the resource of a shape not yet answered (elect)
-	shared   time.Time         // when the names kept in a shared gate were last written
 }
 
 // lookup returns the name req is taken to count against in scope: its
@@ -92,6 +92,9 @@ func (n *names) lookup(scope string, req *http.Request) (name string, known bool
 	if name, ok := sn.shapes[k]; ok {
 		return name, true
 	}
+	if name, ok := sn.heads[head(k)]; ok {
+		return name, true
+	}
 	return sn.fallback, true
 }
 
@@ -99,9 +102,9 @@ func (n *names) lookup(scope string, req *http.Request) (name string, known bool
 // reports whether req's shape now counts against it. It does not when the
 // bounds are full of limits that hold: forgetting one would send into its
 // hold, so the new name is not learned, and its answer holds the whole
-// request scope instead. When the shape's name changed, learn returns
-// what a gate shared with other Transports is to be told (namedshare.go):
-// the shape's name, and the vote its first answer gave; else nil.
+// request scope instead. When the shape's name, or the scope's default
+// resource, changed, learn returns what a gate shared with other
+// Transports is to be told (namedshare.go); else nil.
 func (n *names) learn(scope string, req *http.Request, name string) (bool, *namesTable) {
 	k := shape(req)
 	n.mu.RLock()
@@ -117,29 +120,23 @@ func (n *names) learn(scope string, req *http.Request, name string) (bool, *name
 	if sn = n.scope(scope, now); sn == nil {
 		return false, nil
 	}
-	vote := ""
 	if _, known := sn.shapes[k]; !known {
 		if len(sn.shapes) >= namedKeep && !sn.forgetOne(now) {
 			return false, nil
 		}
 		if strings.HasPrefix(name, "resource ") && (sn.votes[name] > 0 || len(sn.votes) < namedVotesKeep) {
 			sn.votes[name]++
-			vote = name
-			if !sn.live[sn.fallback].After(now) && (!n.sticky || sn.fallback == "") {
+			if !sn.live[sn.fallback].After(now) {
 				// Not while the default holds: the shapes never seen that
-				// it holds would go unheld. In a shared gate, never once
-				// elected: another process's hold on it is not known here.
+				// it holds would go unheld.
 				sn.fallback = sn.elect()
 			}
 		}
 	}
 	sn.shapes[k] = name
+	sn.nameHead(k, name)
 	n.any.Store(true)
-	told := &namesTable{shapes: map[string]string{k: name}}
-	if vote != "" {
-		told.votes = map[string]int{vote: 1}
-	}
-	return true, told
+	return true, &namesTable{fallback: sn.fallback, shapes: map[string]string{k: name}}
 }
 
 // scope returns what the Transport learned of scope's limits, made if
@@ -154,7 +151,7 @@ func (n *names) scope(scope string, now time.Time) *scopeNames {
 		if len(n.scopes) >= namedScopesKeep && !n.forgetScope(now) {
 			return nil
 		}
-		sn = &scopeNames{live: make(map[string]time.Time), shapes: make(map[string]string), votes: make(map[string]int)}
+		sn = &scopeNames{live: make(map[string]time.Time), shapes: make(map[string]string), heads: make(map[string]string), votes: make(map[string]int)}
 		n.scopes[scope] = sn
 	}
 	return sn
@@ -306,6 +303,28 @@ func shape(req *http.Request) string {
 	return b.String()
 }
 
+// head returns the head of shape k: its method and first path segment. A
+// shape not yet answered is taken to count against the limit the latest
+// answered shape of its head did (GitHub's /search/code as /search/issues)
+// before the default resource: a guess that may wait for the wrong limit,
+// but does not send into the limit its neighbours found spent.
+func head(k string) string {
+	method, path, _ := strings.Cut(k, " ")
+	if i := strings.IndexByte(strings.TrimPrefix(path, "/"), '/'); i >= 0 {
+		return method + " " + path[:i+1]
+	}
+	return k
+}
+
+// nameHead records that a shape k was answered with name, for its head,
+// while the heads are within bounds.
+func (sn *scopeNames) nameHead(k, name string) {
+	h := head(k)
+	if _, ok := sn.heads[h]; ok || len(sn.heads) < namedKeep {
+		sn.heads[h] = name
+	}
+}
+
 // majorParameter returns the part of path Discord counts a bucket per: the
 // first channel, guild or webhook segment and its ID; "" when there is
 // none. A webhook's token, which Discord counts with its ID, is left out:
@@ -383,7 +402,9 @@ func (c *call) lookName() {
 	if !c.transport.split {
 		return
 	}
-	if name, _ := c.transport.named.lookup(c.scope, c.req); name != "" {
+	name, known := c.transport.named.lookup(c.scope, c.req)
+	c.knows = known
+	if name != "" {
 		c.named, c.namedAs = namedScope(c.scope, name, c.req), name
 	}
 }
@@ -397,33 +418,13 @@ func (c *call) gateScope() string {
 	return c.scope
 }
 
-// asked is the request scope as a shared gate is asked it (rules.NamedSep):
-// held by the marks of the limits named within it for a send whose shape
-// its Transport has no name for, unless it was found to be a shape no one
-// named (namedshare.go); else without them.
-func (c *call) asked() string {
-	if c.transport.shares && (c.named != "" || c.probe) {
-		return c.scope + rules.NamedSep
-	}
-	return c.scope // a Transport's own gate marks nothing (memGate.unmarked)
-}
-
-// takeScope is the scope the gate is asked to admit the call's send in:
-// its named limit, else its request scope, as asked.
-func (c *call) takeScope() string {
-	if c.named != "" {
-		return c.named
-	}
-	return c.asked()
-}
-
 // scopeHold returns the end of the request scope's hold or spent quota,
 // for a send in a named limit, when it is after now; else the zero time.
 func (c *call) scopeHold(now time.Time) time.Time {
 	if c.named == "" {
 		return time.Time{}
 	}
-	if until := c.transport.admit.reset(c.ctx, c.asked()); until.After(now) {
+	if until := c.transport.admit.reset(c.ctx, c.scope); until.After(now) {
 		return until
 	}
 	return time.Time{}

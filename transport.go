@@ -61,9 +61,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 		t.next = http.DefaultTransport
 	}
 	if t.gate == nil {
-		own := NewGate().(*memGate)
-		own.unmarked = true
-		t.gate = own
+		t.gate = NewGate()
 		t.split = true
 	} else {
 		// A gate given may be shared: so is the pace, if it keeps one.
@@ -72,7 +70,6 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 		_, mem := t.gate.(*memGate)
 		t.split = t.paces != nil && (mem || link.KeepsNames != nil && link.KeepsNames(t.gate))
 		t.shares = t.split
-		t.named.sticky = t.shares
 	}
 	t.admit = newAdmission(t.gate)
 	t.heard = t.observe != nil || t.slog != nil || t.zapped
@@ -204,9 +201,9 @@ type call struct {
 	// takenAs and holdAs, the names of named, takenIn and holdIn
 	takenIn, holdIn          string
 	namedAs, takenAs, holdAs string
-	// read: the call read the names other Transports learned; probe: its
-	// shape is one no Transport named (namedshare.go)
-	read, probe bool
+	// knows: the Transport knows some of scope's named limits; read: it
+	// read those other Transports learned, during this call (namedshare.go)
+	knows, read bool
 	body        replay
 	newKey      string // a key heed adds to every attempt, if any
 	kept        *kept  // the last attempt's outcome, while GetBody may still fail

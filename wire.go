@@ -138,15 +138,9 @@ func (c *call) holdEnd(remote bool) time.Time {
 			until = nb
 		}
 	}
-	asked := c.asked()
-	nb, _ := c.transport.admit.hold(c.ctx, asked)
+	nb, _ := c.transport.admit.hold(c.ctx, c.scope)
 	if nb.After(until) {
-		if !c.transport.shares || asked != c.scope {
-			// A hold, not the marks of limits named within the scope
-			// (namedshare.go), which pace nothing and hold only the
-			// sends whose limit is not known.
-			c.heldElsewhere(time.Now(), nb)
-		}
+		c.heldElsewhere(time.Now(), nb)
 		return nb
 	}
 	return until

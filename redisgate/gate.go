@@ -153,19 +153,15 @@ func (g *gate) argsHeld(now time.Time, held int64, more ...any) []any {
 func (g *gate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
 	g.sync(ctx)
 	now := g.now()
-	asked := scope
-	scope, marks, reads := g.named(scope)
-	if !reads {
-		marks = ""
-	}
+	scope, _, _ = g.named(scope)
 	nb, err := call(g, ctx, "not before", scope, func(ctx context.Context) (int64, error) {
-		return g.run(ctx, notBeforeScript, scope, marks, g.args(now, scope)).Int64()
+		return g.run(ctx, notBeforeScript, scope, "", g.args(now, scope)).Int64()
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return time.Time{}, err
 		}
-		return g.local.gate.NotBefore(ctx, asked)
+		return g.local.gate.NotBefore(ctx, scope)
 	}
 	return unixMilli(g.endFromRedis(nb)), nil
 }
@@ -199,43 +195,34 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 // knows this process's holds and the quotas its responses published,
 // answers instead.
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
-	nb, _, err := g.TakeMarked(ctx, scope)
-	return nb, err
-}
-
-// TakeMarked is Take, and reports whether the time to ask again is the end
-// of the marks of limits named within the scope (rules.NamedSep): heed
-// then reads the names its fleet learned.
-func (g *gate) TakeMarked(ctx context.Context, scope string) (time.Time, bool, error) {
 	g.sync(ctx)
 	now := g.now()
 	asked := scope
 	scope, marks, reads := g.named(scope)
-	how := "w" // a named limit's take, which may spend its quota
-	if reads {
-		how = "r"
+	if !reads {
+		marks = ""
 	}
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
-		return g.run(ctx, takeScript, scope, marks, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe, how)).Int64Slice()
+		return g.run(ctx, takeScript, scope, marks, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe)).Int64Slice()
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return time.Time{}, false, err
+			return time.Time{}, err
 		}
 		at, _ := g.local.gate.Take(ctx, asked) // heed.NewGate's never fails
 		if at.IsZero() {
 			g.admitted(ctx, scope, taken{bucket: g.nowToRedis(now.UnixMilli()) / g.life.Milliseconds(), episode: -1, local: true})
 		}
-		return at, false, nil
+		return at, nil
 	}
 	if len(res) != 3 {
-		return time.Time{}, false, fmt.Errorf("redisgate: take %q: unexpected reply %v", scope, res)
+		return time.Time{}, fmt.Errorf("redisgate: take %q: unexpected reply %v", scope, res)
 	}
 	if res[0] > 0 {
-		return time.UnixMilli(g.endFromRedis(res[0])), res[2] == 1, nil
+		return time.UnixMilli(g.endFromRedis(res[0])), nil
 	}
 	g.admitted(ctx, scope, taken{bucket: res[1], episode: res[2]})
-	return time.Time{}, false, nil
+	return time.Time{}, nil
 }
 
 // admitted records s, a send of scope, and tells the local gate of the

@@ -183,18 +183,13 @@ end
 `
 
 // notBeforeScript returns the hold or, when the published quota is spent,
-// the quota's reset, if that is later; given KEYS[2], the marks' end, if
-// that is later still.
+// the quota's reset, if that is later.
 var notBeforeScript = redis.NewScript(prelude + `
 if dirty then save() end
-local nb = u
-if k == 1 and a <= 0 and r > nb then
-  nb = r
+if k == 1 and a <= 0 and r > u then
+  return r
 end
-if KEYS[2] then
-  nb = math.max(nb, marked())
-end
-return nb
+return u
 `)
 
 // holdScript extends the hold to ARGV[5] (the prelude does) and returns
@@ -207,23 +202,20 @@ return u
 `)
 
 // takeScript admits one send and returns {0, its bucket, its episode}, or
-// returns {the time to ask again, -1, 0}, or {the marks' end, -1, 1} when
-// the marks hold it: heed's memGate.take. ARGV[6] is
+// returns {the time to ask again, -1, 0}: heed's memGate.take. ARGV[6] is
 // rules.QuotaRecheck in milliseconds: while sends set against a spent quota
 // are unanswered, one of them may give its send back, and the refused send
 // asks again that soon rather than at the reset. ARGV[7] is 1 when the
 // gate infers quotas, and ARGV[8] is rules.InferProbe. A refusal saves the
 // hash only when it is dirty: its episode changed, or the prelude set it.
-// Given KEYS[2] and ARGV[9] 'r', the send is one whose limit its Transport
-// has no name for, and the marks hold it too; given KEYS[2] and 'w', the
-// scope is a named limit's, and a send that spends its quota extends the
-// marks to its reset.
+// Given KEYS[2], the send is from a Transport that knows none of the
+// scope's named limits, and their marks hold it too.
 var takeScript = redis.NewScript(prelude + `
-if KEYS[2] and ARGV[9] == 'r' then
+if KEYS[2] then
   local y = marked()
   if y > now and y > u then
     if dirty then save() end
-    return {y, -1, 1}
+    return {y, -1, 0}
   end
 end
 if u > now then
@@ -321,7 +313,6 @@ if k == 1 then
     return {r, -1, 0}
   end
   a = a - 1
-  if KEYS[2] and ARGV[9] == 'w' and a <= 0 then mark(r) end
 elseif infer and c > 0 then
   local lim = c
   if q % probe == 0 then lim = lim + g end
