@@ -44,11 +44,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		if !scopeHeld {
 			var err error
 			c.takenIn, c.takenAs = c.gateScope(), c.namedAs
-			in := c.takenIn
-			if c.named == "" && c.knows {
-				in += rules.NamedSep // not held by the limits it knows of (rules.NamedSep)
-			}
-			nb, now, c.episode, err = c.transport.admit.take(c.ctx, in, now)
+			nb, now, c.episode, err = c.transport.admit.take(c.ctx, c.takenIn, now)
 			if err != nil {
 				c.taken = false
 				c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, err: err})
@@ -57,15 +53,6 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			if nb.IsZero() {
 				c.taken = true
 				return now, nil
-			}
-			if c.named == "" && !c.knows && !c.read && c.transport.shares {
-				// Perhaps held by limits other Transports learned: with
-				// their names, this send may go in its own (namedshare.go).
-				c.read = true
-				if c.transport.readNames(c.ctx, c.scope) {
-					now = time.Time{}
-					continue
-				}
 			}
 		}
 		// Not admitted: wait for the gate to open, then spread out, so

@@ -106,11 +106,6 @@ type scopeState struct {
 	period          time.Duration // the learned window P
 	windows         int64         // predicted windows since S was learned
 	step            int64         // how many more than S a probe admits
-
-	// named is the latest end of a hold or spent quota of a limit named
-	// within the scope (rules.NamedSep): it holds the sends of Transports
-	// that know none of the scope's names.
-	named time.Time
 }
 
 // idle reports whether the state says nothing at now and can be forgotten.
@@ -118,39 +113,11 @@ type scopeState struct {
 // the learned, or a second, whichever is longest) from its start: a
 // throttle later than that would not agree with the last.
 func (s *scopeState) idle(now time.Time) bool {
-	return s.inflight == 0 && !s.until.After(now) && (!s.known || !s.reset.After(now)) && !s.named.After(now) &&
+	return s.inflight == 0 && !s.until.After(now) && (!s.known || !s.reset.After(now)) &&
 		(s.episodeStart.IsZero() || !now.Before(s.episodeStart.Add(2*max(s.lastPeriod, s.period, time.Second))))
 }
 
-// gateKey returns the scope whose state scope is kept in, the request
-// scope a named limit's holds and spent quotas mark ("" when scope names
-// none), and whether a send taken in scope is held by those marks
-// (rules.NamedSep).
-func gateKey(scope string) (key, marks string, marked bool) {
-	request, limit, named := rules.SplitScope(scope)
-	switch {
-	case !named:
-		return scope, "", true
-	case limit == "":
-		return request, "", false
-	}
-	return scope, request, false
-}
-
-// mark records, in request's state, that a limit named within it holds
-// or is spent until until. Called with g.mu held, after the limit's own
-// state is done with: state may reuse a forgotten scope's.
-func (g *memGate) mark(request string, until, now time.Time) {
-	if request == "" || !until.After(now) {
-		return
-	}
-	if s := g.state(request, now); until.After(s.named) {
-		s.named = until
-	}
-}
-
 func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) {
-	scope, _, _ = gateKey(scope)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.scopes[scope]
@@ -166,7 +133,6 @@ func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) 
 
 // holdEnd is the end of the scope's hold, without its spent quota's reset.
 func (g *memGate) holdEnd(scope string) time.Time {
-	scope, _, _ = gateKey(scope)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s := g.scopes[scope]; s != nil {
@@ -180,7 +146,6 @@ func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 	if !until.After(now) {
 		return nil
 	}
-	scope, marks, _ := gateKey(scope)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
@@ -190,7 +155,6 @@ func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 		}
 		s.until = until
 	}
-	g.mark(marks, until, now)
 	return nil
 }
 
@@ -202,13 +166,9 @@ func (g *memGate) Take(_ context.Context, scope string) (time.Time, error) {
 // take admits one send and returns the zero time and the episode it was
 // admitted in, or returns the time to ask again.
 func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
-	scope, _, marked := gateKey(scope)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
-	if marked && s.named.After(now) && s.named.After(s.until) {
-		return s.named, 0 // a named limit holds: this sender knows none
-	}
 	if s.until.After(now) {
 		return s.until, 0
 	}
@@ -251,17 +211,9 @@ func (g *memGate) Done(_ context.Context, scope string, q *Quota, served bool) e
 // done records the answer to a send admitted in the given episode; -1: not
 // known.
 func (g *memGate) done(scope string, q *Quota, served bool, episode int64, now time.Time) {
-	scope, marks, _ := gateKey(scope)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state(scope, now)
-	if marks != "" {
-		defer func() {
-			if s.known && s.available <= 0 {
-				g.mark(marks, s.reset, now) // spent: deferred, so s is read before mark
-			}
-		}()
-	}
 	if episode < 0 && s.inflight > s.episodeInflight {
 		episode = s.episode - 1 // an older send
 	} else if episode < 0 {

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/heed-go/heed/internal/rules"
 )
 
 // Some servers count one host's requests against several limits and say
@@ -28,20 +26,19 @@ import (
 // The server names the limit only in its answer, so a Transport learns,
 // per request scope, which name each request shape (its method and path,
 // each segment with a digit in it read as a parameter) was answered with.
-// A shape not yet answered is taken to count against the name of the
-// latest answered shape of its head (head), else against the resource the
-// server named for most shapes when it first answered them (GitHub's
-// core), once at least two and more than half of them were; with no such
-// resource (early on, or Discord's buckets, which are per route), against
-// the request's scope alone. A send in a named limit is held by its
+// A shape not yet answered is taken to count against the resource the
+// server named for most shapes when it first answered them (GitHub's core),
+// once at least two and more than half of them were; with no such resource
+// (early on, or Discord's buckets, which are per route), against the
+// request's scope alone. A send in a named limit is held by its
 // request scope's hold too: a throttle that names no limit, or Discord's
 // global one (X-RateLimit-Global: true, X-RateLimit-Scope: global), holds
 // every send of the scope.
 //
-// Named limits are kept apart in heed's gates (Transport.split): its own,
-// a NewGate given to several Transports, and redisgate. Transports that
-// share one share the names they learn (namedshare.go). In a gate of
-// another kind, the whole scope is held, as for any server.
+// Named limits are kept apart only in a Transport's own gate (Transport.
+// split): in a gate given by WithGate, which other Transports share, one
+// that has not learned the names would send into a limit held there, so
+// the whole scope is held, as for any server.
 
 // Bounds on what a Transport keeps of named limits: request scopes with
 // names, shapes per scope (past it, a shape learned anew takes the place
@@ -66,63 +63,63 @@ type scopeNames struct {
 	// named limit: till then, no shape of it, nor the scope, is forgotten
 	live     map[string]time.Time
 	shapes   map[string]string // shape → the name it was last answered with
-	heads    map[string]string // a shape's head → the name a shape of it was last answered with
 	votes    map[string]int    // resource → shapes first answered with it
 	fallback string            // the resource of a shape not yet answered (elect)
 }
 
 // lookup returns the name req is taken to count against in scope: its
-// shape's, or the scope's default resource; "" when none. known reports
-// whether the Transport knows any of scope's names. Until a server names a
-// limit it costs an atomic load; then, for a scope whose server never
-// named one, a map look-up.
-func (n *names) lookup(scope string, req *http.Request) (name string, known bool) {
+// shape's, or the scope's default resource; "" when none. Until a server
+// names a limit it costs an atomic load; then, for a scope whose server
+// never named one, a map look-up.
+func (n *names) lookup(scope string, req *http.Request) string {
 	if !n.any.Load() {
-		return "", false
+		return ""
 	}
 	n.mu.RLock()
 	sn := n.scopes[scope]
 	n.mu.RUnlock()
 	if sn == nil {
-		return "", false
+		return ""
 	}
 	k := shape(req)
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if name, ok := sn.shapes[k]; ok {
-		return name, true
+		return name
 	}
-	if name, ok := sn.heads[head(k)]; ok {
-		return name, true
-	}
-	return sn.fallback, true
+	return sn.fallback
 }
 
 // learn records that the server counted req, of scope, against name, and
 // reports whether req's shape now counts against it. It does not when the
 // bounds are full of limits that hold: forgetting one would send into its
 // hold, so the new name is not learned, and its answer holds the whole
-// request scope instead. When the shape's name, or the scope's default
-// resource, changed, learn returns what a gate shared with other
-// Transports is to be told (namedshare.go); else nil.
-func (n *names) learn(scope string, req *http.Request, name string) (bool, *namesTable) {
+// request scope instead.
+func (n *names) learn(scope string, req *http.Request, name string) bool {
 	k := shape(req)
 	n.mu.RLock()
 	sn := n.scopes[scope]
 	same := sn != nil && sn.shapes[k] == name
 	n.mu.RUnlock()
 	if same {
-		return true, nil
+		return true
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := time.Now()
-	if sn = n.scope(scope, now); sn == nil {
-		return false, nil
+	if n.scopes == nil {
+		n.scopes = make(map[string]*scopeNames)
+	}
+	if sn = n.scopes[scope]; sn == nil {
+		if len(n.scopes) >= namedScopesKeep && !n.forgetScope(now) {
+			return false
+		}
+		sn = &scopeNames{live: make(map[string]time.Time), shapes: make(map[string]string), votes: make(map[string]int)}
+		n.scopes[scope] = sn
 	}
 	if _, known := sn.shapes[k]; !known {
 		if len(sn.shapes) >= namedKeep && !sn.forgetOne(now) {
-			return false, nil
+			return false
 		}
 		if strings.HasPrefix(name, "resource ") && (sn.votes[name] > 0 || len(sn.votes) < namedVotesKeep) {
 			sn.votes[name]++
@@ -134,27 +131,8 @@ func (n *names) learn(scope string, req *http.Request, name string) (bool, *name
 		}
 	}
 	sn.shapes[k] = name
-	sn.nameHead(k, name)
 	n.any.Store(true)
-	return true, &namesTable{fallback: sn.fallback, shapes: map[string]string{k: name}}
-}
-
-// scope returns what the Transport learned of scope's limits, made if
-// need be, or nil when the bounds are full of scopes whose limits hold.
-// Called with n.mu held.
-func (n *names) scope(scope string, now time.Time) *scopeNames {
-	if n.scopes == nil {
-		n.scopes = make(map[string]*scopeNames)
-	}
-	sn := n.scopes[scope]
-	if sn == nil {
-		if len(n.scopes) >= namedScopesKeep && !n.forgetScope(now) {
-			return nil
-		}
-		sn = &scopeNames{live: make(map[string]time.Time), shapes: make(map[string]string), heads: make(map[string]string), votes: make(map[string]int)}
-		n.scopes[scope] = sn
-	}
-	return sn
+	return true
 }
 
 // holds reports whether one of sn's named limits holds at now.
@@ -303,28 +281,6 @@ func shape(req *http.Request) string {
 	return b.String()
 }
 
-// head returns the head of shape k: its method and first path segment. A
-// shape not yet answered is taken to count against the limit the latest
-// answered shape of its head did (GitHub's /search/code as /search/issues)
-// before the default resource: a guess that may wait for the wrong limit,
-// but does not send into the limit its neighbours found spent.
-func head(k string) string {
-	method, path, _ := strings.Cut(k, " ")
-	if i := strings.IndexByte(strings.TrimPrefix(path, "/"), '/'); i >= 0 {
-		return method + " " + path[:i+1]
-	}
-	return k
-}
-
-// nameHead records that a shape k was answered with name, for its head,
-// while the heads are within bounds.
-func (sn *scopeNames) nameHead(k, name string) {
-	h := head(k)
-	if _, ok := sn.heads[h]; ok || len(sn.heads) < namedKeep {
-		sn.heads[h] = name
-	}
-}
-
 // majorParameter returns the part of path Discord counts a bucket per: the
 // first channel, guild or webhook segment and its ID; "" when there is
 // none. A webhook's token, which Discord counts with its ID, is left out:
@@ -343,10 +299,10 @@ func majorParameter(path string) string {
 
 // namedScope returns the scope of the limit name within scope, for req.
 func namedScope(scope, name string, req *http.Request) string {
-	s := scope + rules.NamedSep + name
+	s := scope + "\x1f" + name
 	if strings.HasPrefix(name, "bucket ") {
 		if p := majorParameter(req.URL.EscapedPath()); p != "" {
-			s += rules.NamedSep + p
+			s += "\x1f" + p
 		}
 	}
 	return s
@@ -372,20 +328,14 @@ func (c *call) answerScope(resp *http.Response, m marks, throttled bool) {
 	switch {
 	case global:
 		c.holdIn = c.scope
-	case name != "":
-		learned, told := c.transport.named.learn(c.scope, c.req, name)
-		if !learned {
-			c.holdIn = c.scope // not learned: the whole scope holds
-			break
-		}
+	case name != "" && c.transport.named.learn(c.scope, c.req, name):
 		c.holdIn, c.holdAs = namedScope(c.scope, name, c.req), name
 		c.named, c.namedAs = c.holdIn, name
-		if told != nil {
-			c.transport.shareNames(c.ctx, c.scope, told)
-		}
 		if left, state := remainingField(resp.Header, hdrXRemaining); throttled && state == remainingValid && left > 0 {
 			c.holdIn = c.scope // refused by no limit it names
 		}
+	case name != "":
+		c.holdIn = c.scope // not learned: the whole scope holds
 	case c.named != "":
 		c.holdIn = c.scope
 	}
@@ -402,9 +352,7 @@ func (c *call) lookName() {
 	if !c.transport.split {
 		return
 	}
-	name, known := c.transport.named.lookup(c.scope, c.req)
-	c.knows = known
-	if name != "" {
+	if name := c.transport.named.lookup(c.scope, c.req); name != "" {
 		c.named, c.namedAs = namedScope(c.scope, name, c.req), name
 	}
 }

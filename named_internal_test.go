@@ -77,14 +77,9 @@ func TestNamesAreBounded(t *testing.T) {
 	sn := n.scopes["host"]
 	assert.LessOrEqual(t, len(sn.shapes), namedKeep)
 	assert.Equal(t, "resource core", sn.fallback, "the resource named most")
-	name, known := n.lookup("host", search)
-	assert.Equal(t, "resource search", name, "a shape not of the default resource is kept")
-	assert.True(t, known)
-	name, _ = n.lookup("host", req(0))
-	assert.Equal(t, "resource core", name, "a shape forgotten, or never seen, counts against the default")
-	name, known = n.lookup("other host", req(0))
-	assert.Empty(t, name, "names are per scope")
-	assert.False(t, known, "names are per scope")
+	assert.Equal(t, "resource search", n.lookup("host", search), "a shape not of the default resource is kept")
+	assert.Equal(t, "resource core", n.lookup("host", req(0)), "a shape forgotten, or never seen, counts against the default")
+	assert.Empty(t, n.lookup("other host", req(0)), "names are per scope")
 	for i := range 2 * namedScopesKeep {
 		n.learn("host"+strconv.Itoa(i), search, "bucket b")
 	}

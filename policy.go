@@ -211,7 +211,7 @@ func resolve(p Policy, name string) *policy {
 		jitter:      max(p.Jitter, 0),
 		reserve:     max(p.Reserve, 0),
 		classify:    p.Classify,
-		scope:       scopeName(p.Scope),
+		scope:       p.Scope,
 		scopeFor:    p.ScopeFor,
 		limit:       p.Limit,
 		maxWaiting:  p.MaxWaiting,

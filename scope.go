@@ -4,7 +4,6 @@
 package heed
 
 import (
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -179,15 +178,6 @@ func (sl *scopeLocal) quiet(now time.Time) bool {
 		}
 	}
 	return true
-}
-
-// scopeName returns the scope a Policy names, s, as the gate is told it:
-// with rules.NamedSep, which only heed writes, as "%1F".
-func scopeName(s string) string {
-	if strings.Contains(s, rules.NamedSep) {
-		return strings.ReplaceAll(s, rules.NamedSep, "%1F")
-	}
-	return s
 }
 
 // instant is a time kept for atomic use with its monotonic reading, so

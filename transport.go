@@ -38,9 +38,8 @@ type Transport struct {
 
 	observe func(Event)
 
-	named  names // limits servers named, per request scope (named.go)
-	split  bool  // named limits are kept apart in the gate: it is heed's own, or redisgate
-	shares bool  // split, in a gate given: the names learned are kept in it (namedshare.go)
+	named names // limits servers named, per request scope (named.go)
+	split bool  // the gate is this Transport's own: named limits are kept apart in it
 
 	scopesMu sync.RWMutex
 	scopes   map[string]*scopeLocal
@@ -66,10 +65,6 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 	} else {
 		// A gate given may be shared: so is the pace, if it keeps one.
 		t.paces, _ = t.gate.(PaceGate)
-		// So are named limits, in a gate that keeps them apart.
-		_, mem := t.gate.(*memGate)
-		t.split = t.paces != nil && (mem || link.KeepsNames != nil && link.KeepsNames(t.gate))
-		t.shares = t.split
 	}
 	t.admit = newAdmission(t.gate)
 	t.heard = t.observe != nil || t.slog != nil || t.zapped
@@ -135,7 +130,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.scope = p.scope
 	if p.scopeFor != nil {
 		if s := p.scopeFor(req); s != "" {
-			c.scope = scopeName(s)
+			c.scope = s
 		}
 	}
 	if c.scope == "" {
@@ -201,15 +196,12 @@ type call struct {
 	// takenAs and holdAs, the names of named, takenIn and holdIn
 	takenIn, holdIn          string
 	namedAs, takenAs, holdAs string
-	// knows: the Transport knows some of scope's named limits; read: it
-	// read those other Transports learned, during this call (namedshare.go)
-	knows, read bool
-	body        replay
-	newKey      string // a key heed adds to every attempt, if any
-	kept        *kept  // the last attempt's outcome, while GetBody may still fail
-	taken       bool   // a QuotaGate admitted the current send: tell it when done
-	episode     int64  // the episode heed's own gate admitted it in
-	urlText     string // the request URL redacted, once needed
+	body                     replay
+	newKey                   string // a key heed adds to every attempt, if any
+	kept                     *kept  // the last attempt's outcome, while GetBody may still fail
+	taken                    bool   // a QuotaGate admitted the current send: tell it when done
+	episode                  int64  // the episode heed's own gate admitted it in
+	urlText                  string // the request URL redacted, once needed
 
 	// the last attempt
 	status int

@@ -42,13 +42,12 @@ func call[T any](g *gate, ctx context.Context, op, scope string, f func(context.
 	return zero, fmt.Errorf("redisgate: %s %q: %w", op, scope, err)
 }
 
-// run runs script on scope's hash, and the marks key marks if not "",
-// with args, by its hash, or by its source when Redis lacks it. A Redis
-// that lacks a script may have lost the holds too (it restarted, or
-// another server took over): the holds this process knows are set again
-// when the call succeeds.
-func (g *gate) run(ctx context.Context, script *redis.Script, scope, marks string, args []any) *redis.Cmd {
-	keys := g.keys(scope, marks)
+// run runs script on scope's hash with args, by its hash, or by its source
+// when Redis lacks it. A Redis that lacks a script may have lost the
+// holds too (it restarted, or another server took over): the holds this
+// process knows are set again when the call succeeds.
+func (g *gate) run(ctx context.Context, script *redis.Script, scope string, args []any) *redis.Cmd {
+	keys := []string{g.key(scope)}
 	cmd := script.EvalSha(ctx, g.client, keys, args...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		g.local.lost.Store(true)
@@ -94,13 +93,4 @@ func honoursContext(client redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return false
-}
-
-// keys returns the keys a script on scope's hash is given: the hash, and
-// the marks key marks if not "".
-func (g *gate) keys(scope, marks string) []string {
-	if marks == "" {
-		return []string{g.key(scope)}
-	}
-	return []string{g.key(scope), marks}
 }

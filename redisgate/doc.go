@@ -23,14 +23,8 @@
 // Earlier versions of redisgate named a hash the prefix followed by the
 // scope as it is: gates of both kinds do not share their scopes, and the
 // hashes named so are not read, and expire by themselves.
-// A limit a server names within a scope (GitHub's search resource, a
-// Discord bucket; see heed's pacing doc) is a hash of its own, named the
-// scope's hash's name, then a unit separator and the limit, so it shares
-// the scope's hash tag; while one holds or has spent its quota, the
-// string key named the scope's hash's name followed by ":named" holds its
-// end, for the sends of processes that know none of the scope's names.
-// Every change is one Lua script on the scope's hash, and that key when
-// it reads or writes it, so it is atomic across the fleet. Times are Unix milliseconds on Redis's clock
+// Every change is one Lua script on the scope's hash alone, so it is
+// atomic across the fleet. Times are Unix milliseconds on Redis's clock
 // (TIME), which every process reads alike: a gate measures how far its
 // process's clock is from it every 30 seconds (the shortest of three TIME
 // calls, taken as answered halfway through its round trip), and moves

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heed-go/heed"
-	"github.com/heed-go/heed/internal/link"
 	"github.com/heed-go/heed/internal/rules"
 )
 
@@ -87,49 +86,8 @@ var _ heed.QuotaGate = (*gate)(nil)
 // prefix and scope pairs share a name (the name ends in the only brace
 // pair the scope adds), and in a Redis Cluster, unless the prefix has a
 // hash tag of its own, the scope is the name's hash tag.
-//
-// A limit named within a request scope (heed's rules.NamedSep) has the
-// request scope as its hash tag, then the separator and the limit: a
-// script that reads both finds them on one node.
 func (g *gate) key(scope string) string {
-	request, limit, named := rules.SplitScope(scope)
-	k := g.prefix + "{" + keyEscaper.Replace(request) + "}"
-	if named && limit != "" {
-		k += rules.NamedSep + keyEscaper.Replace(limit)
-	}
-	return k
-}
-
-// marksKey returns the name of the key that holds, for request scope
-// request, the latest end of a hold or spent quota of a limit named within
-// it: the sends of Transports that know none of its names wait for it.
-func (g *gate) marksKey(request string) string {
-	return g.prefix + "{" + keyEscaper.Replace(request) + "}:named"
-}
-
-// named reads scope as heed writes it (rules.NamedSep): the scope whose
-// hash is its state (a request scope taken by a sender that knows its
-// names is the request scope), the key of the marks it reads or writes
-// ("" for none), and whether it reads them (a take from a sender that
-// knows none) or writes them (a named limit's hold or answer).
-func (g *gate) named(scope string) (state, marks string, reads bool) {
-	request, limit, named := rules.SplitScope(scope)
-	switch {
-	case !named:
-		return scope, g.marksKey(scope), true
-	case limit == "":
-		return request, "", false
-	}
-	return scope, g.marksKey(request), false
-}
-
-// init tells heed that this gate keeps the limits a server names within a
-// scope apart (rules.NamedSep).
-func init() {
-	link.KeepsNames = func(g any) bool {
-		_, ok := g.(*gate)
-		return ok
-	}
+	return g.prefix + "{" + keyEscaper.Replace(scope) + "}"
 }
 
 var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
@@ -153,9 +111,8 @@ func (g *gate) argsHeld(now time.Time, held int64, more ...any) []any {
 func (g *gate) NotBefore(ctx context.Context, scope string) (time.Time, error) {
 	g.sync(ctx)
 	now := g.now()
-	scope, _, _ = g.named(scope)
 	nb, err := call(g, ctx, "not before", scope, func(ctx context.Context) (int64, error) {
-		return g.run(ctx, notBeforeScript, scope, "", g.args(now, scope)).Int64()
+		return g.run(ctx, notBeforeScript, scope, g.args(now, scope)).Int64()
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -176,14 +133,10 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 	}
 	g.sync(ctx)
 	until = time.UnixMilli(upHorizon(now, until))
-	scope, marks, reads := g.named(scope)
-	if reads {
-		marks = ""
-	}
 	g.local.hold(scope, until.UnixMilli(), now.UnixMilli())
 	_ = g.local.gate.Hold(ctx, scope, until) // heed.NewGate's never fails
 	_, err := call(g, ctx, "hold", scope, func(ctx context.Context) (int64, error) {
-		return g.run(ctx, holdScript, scope, marks, g.args(now, scope)).Int64()
+		return g.run(ctx, holdScript, scope, g.args(now, scope)).Int64()
 	})
 	return err
 }
@@ -197,19 +150,14 @@ func (g *gate) Hold(ctx context.Context, scope string, until time.Time) error {
 func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 	g.sync(ctx)
 	now := g.now()
-	asked := scope
-	scope, marks, reads := g.named(scope)
-	if !reads {
-		marks = ""
-	}
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
-		return g.run(ctx, takeScript, scope, marks, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe)).Int64Slice()
+		return g.run(ctx, takeScript, scope, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe)).Int64Slice()
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return time.Time{}, err
 		}
-		at, _ := g.local.gate.Take(ctx, asked) // heed.NewGate's never fails
+		at, _ := g.local.gate.Take(ctx, scope) // heed.NewGate's never fails
 		if at.IsZero() {
 			g.admitted(ctx, scope, taken{bucket: g.nowToRedis(now.UnixMilli()) / g.life.Milliseconds(), episode: -1, local: true})
 		}
@@ -253,10 +201,6 @@ func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota, served boo
 	ctx = context.WithoutCancel(ctx)
 	g.sync(ctx)
 	now := g.now()
-	scope, marks, reads := g.named(scope)
-	if reads {
-		marks = ""
-	}
 	sent := g.inFlight.remove(scope)
 	var has, remaining, reset, ok int64
 	if q != nil {
@@ -272,7 +216,7 @@ func (g *gate) Done(ctx context.Context, scope string, q *heed.Quota, served boo
 		bucket, episode = none.bucket, none.episode
 	}
 	_, err := call(g, ctx, "done", scope, func(ctx context.Context) (int64, error) {
-		return g.run(ctx, doneScript, scope, marks, g.args(now, scope, bucket, has, remaining, g.endToRedis(reset), episode, ok)).Int64()
+		return g.run(ctx, doneScript, scope, g.args(now, scope, bucket, has, remaining, g.endToRedis(reset), episode, ok)).Int64()
 	})
 	return err
 }

@@ -152,11 +152,7 @@ func (g *gate) holdAll(ctx context.Context, now time.Time, held map[string]int64
 		cmds := make([]*redis.Cmd, len(scopes))
 		_, _ = g.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, s := range scopes {
-				_, marks, reads := g.named(s)
-				if reads {
-					marks = ""
-				}
-				keys, args := g.keys(s, marks), g.argsHeld(now, held[s])
+				keys, args := []string{g.key(s)}, g.argsHeld(now, held[s])
 				if eval {
 					cmds[i] = holdScript.Eval(ctx, p, keys, args...)
 				} else {

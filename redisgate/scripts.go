@@ -6,9 +6,7 @@ import "github.com/redis/go-redis/v9"
 
 // The scripts share one prelude, which reads the scope's hash and ages its
 // sends in flight, and one save function, which writes the hash back with
-// its expiry. Every script takes KEYS[1], the scope's hash; the take, hold
-// and done scripts may take KEYS[2] too, the marks of a request scope
-// (gate.named), which the take reads and the others extend. And ARGV[1],
+// its expiry. Every script takes KEYS[1], the scope's hash, and ARGV[1],
 // now; ARGV[2], the in-flight lifetime; ARGV[3], the expiry margin;
 // ARGV[4], the horizon; ARGV[5], the hold this process knows of the scope
 // (0: none), which the prelude sets if it is later than the hash's: all in
@@ -149,25 +147,6 @@ hold(tonumber(ARGV[5]))
 local function int(x)
   return string.format('%.0f', x)
 end
--- marked returns the time KEYS[2], the marks of the request scope a
--- named limit is within, hold until: the latest end of a hold or spent
--- quota of any limit named within it; 0 when none, or when it is not a
--- whole time from 0 to the horizon ahead.
-local function marked()
-  local y = tonumber(redis.pcall('GET', KEYS[2]))
-  if y == nil or y ~= y or y < 0 or y > ahead or y ~= math.floor(y) then
-    return 0
-  end
-  return y
-end
--- mark extends the marks to to, at most the horizon ahead, if that is
--- later; the key lives until then.
-local function mark(to)
-  to = math.min(to, ahead)
-  if to > now and to > marked() then
-    redis.call('SET', KEYS[2], int(to), 'PX', int(math.min(to - now + margin, horizon)))
-  end
-end
 local function save()
   local till = keep()
   if till <= now then
@@ -193,11 +172,9 @@ return u
 `)
 
 // holdScript extends the hold to ARGV[5] (the prelude does) and returns
-// the hold. Given KEYS[2], the scope is a named limit's, and its hold
-// extends its request scope's marks.
+// the hold.
 var holdScript = redis.NewScript(prelude + `
 if dirty then save() end
-if KEYS[2] then mark(u) end
 return u
 `)
 
@@ -208,16 +185,7 @@ return u
 // asks again that soon rather than at the reset. ARGV[7] is 1 when the
 // gate infers quotas, and ARGV[8] is rules.InferProbe. A refusal saves the
 // hash only when it is dirty: its episode changed, or the prelude set it.
-// Given KEYS[2], the send is from a Transport that knows none of the
-// scope's named limits, and their marks hold it too.
 var takeScript = redis.NewScript(prelude + `
-if KEYS[2] then
-  local y = marked()
-  if y > now and y > u then
-    if dirty then save() end
-    return {y, -1, 0}
-  end
-end
 if u > now then
   if dirty then save() end
   return {u, -1, 0}
@@ -331,15 +299,8 @@ return {0, b, e}
 // known) and episode ARGV[10] was answered, with the quota ARGV[8] sends
 // left until ARGV[9] when ARGV[7] is 1, and served when ARGV[11] is 1:
 // heed's memGate.done. The quota is taken within range: its remaining at
-// most maxc either way, its reset at most the horizon ahead. Given
-// KEYS[2], the scope is a named limit's, and its quota, once spent,
-// extends its request scope's marks to its reset.
+// most maxc either way, its reset at most the horizon ahead.
 var doneScript = redis.NewScript(prelude + `
-local function finish()
-  save()
-  if KEYS[2] and k == 1 and a <= 0 and r > now then mark(r) end
-  return 0
-end
 if ARGV[11] == '1' and tonumber(ARGV[10]) == e then
   v = v + 1
 end
@@ -356,7 +317,8 @@ local qr = math.max(-maxc, math.min(tonumber(ARGV[8]), maxc))
 local qt = math.min(tonumber(ARGV[9]), ahead)
 if ARGV[7] ~= '1' or qt <= now then
   if s > inflight then s = inflight end
-  return finish()
+  save()
+  return 0
 end
 -- A published figure counts every send the server had served. The sends
 -- still in flight when it arrives may come after it, so they are set
@@ -369,12 +331,14 @@ if not live or qr < m then
   m = qr
   s = inflight
   a = qr - inflight
-  return finish()
+  save()
+  return 0
 end
 if s > 0 then
   s = s - 1
   a = a + 1
 end
 if qt < r then r = qt end
-return finish()
+save()
+return 0
 `)

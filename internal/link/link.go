@@ -11,8 +11,3 @@ import "net/http"
 // 2xx body when PeekSuccess is set. The retryable adapter uses it to make
 // heed's decisions inside another client.
 var Policy func(t http.RoundTripper, req *http.Request) any
-
-// KeepsNames reports whether gate, a heed.Gate of another package, keeps
-// the limits a server names within a scope apart, as heed's own gate does
-// (rules.NamedSep). redisgate sets it.
-var KeepsNames func(gate any) bool
