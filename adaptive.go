@@ -25,8 +25,8 @@ type adaptive struct {
 	active   atomic.Bool  // enabled, read without the lock
 	inflight atomic.Int64 // this Transport's sends gone and not yet answered
 
-	sends int64 // this Transport's sends gone, ever
-	peak  int64 // the most of its sends in flight at once, ever: 1, a lone caller
+	sends atomic.Bool  // this Transport has sent in the scope
+	peak  atomic.Int64 // the most of its sends in flight at once, ever: 1, a lone caller
 
 	ceil ceiling // the learned cap on sends in flight (concurrency.go)
 
@@ -42,13 +42,15 @@ type adaptive struct {
 	gen   int64
 	shift float64
 
-	// measured send rate, in half-second buckets, smoothed: this
-	// Transport's
-	first    time.Time
-	warm     bool  // a whole half second has been measured
-	bucket   int64 // index of the current half second
-	count    float64
-	measured float64
+	// The measured send rate, in half-second buckets, smoothed: this
+	// Transport's. A send counts itself without the lock, but for the
+	// first of each bucket, which closes the one before under it.
+	bucket   atomic.Int64 // index of the current half second; 0: none yet
+	count    atomic.Int64 // sends in it
+	latest   atomic.Int64 // the latest send before warm, in Unix nanoseconds
+	warm     atomic.Bool  // a whole half second has been measured
+	first    time.Time    // the first send
+	measured float64      // the rate, once warm
 
 	// recent holds when this Transport's latest served sends went, in
 	// Unix nanoseconds, up to recentKeep of them, oldest at recentAt once
@@ -99,14 +101,19 @@ const (
 
 // sent records a send going out at now, and returns its level: the sends
 // of the scope in flight, itself included.
+// It takes no lock but once a half second.
 func (a *adaptive) sent(now time.Time) int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.measure(now)
-	a.sends++
+	if !a.sends.Load() {
+		a.sends.Store(true)
+	}
 	level := a.inflight.Add(1)
-	a.peak = max(a.peak, level)
-	return level
+	for {
+		peak := a.peak.Load()
+		if level <= peak || a.peak.CompareAndSwap(peak, level) {
+			return level
+		}
+	}
 }
 
 func (a *adaptive) refill(now time.Time) {
@@ -120,6 +127,12 @@ func (a *adaptive) refill(now time.Time) {
 // deferred before it was written. It reads the clock only when the limiter
 // is on: off, the answer's time teaches it nothing.
 func (a *adaptive) release(sent time.Time, level int64) {
+	if !a.active.Load() && a.peak.Load() < 2 {
+		// A lone caller's: it has nothing to record (served), and no
+		// limiter turns on without sends in flight beside it.
+		a.inflight.Add(-1)
+		return
+	}
 	if !a.active.Load() {
 		// Under the lock, so that a limiter turning on meanwhile, which
 		// counts the served sends as those gone and no longer in flight,
@@ -166,7 +179,7 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	if !throttled && level > 0 {
 		a.served(sent)
 	}
-	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.peak > 1) {
+	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.peak.Load() > 1) {
 		a.join(now, hint)
 	}
 	if !a.sharing() {
@@ -213,7 +226,7 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	a.long = false
 	var rate float64
 	if throttled {
-		base := a.measured
+		base := a.rate()
 		if a.enabled {
 			base = math.Min(base, a.fillRate)
 		}
@@ -291,7 +304,7 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if hint < elsewhereHintLimit || a.sends == 0 || !(herd || a.peak > 1 || a.enabled) {
+	if hint < elsewhereHintLimit || !a.sends.Load() || !(herd || a.peak.Load() > 1 || a.enabled) {
 		return
 	}
 	if a.shared != nil {
@@ -316,26 +329,57 @@ const elsewhereHintLimit = paceHintLimit / 2
 // the rate is the count over the time so far, taken as at least a tenth of
 // a second.
 func (a *adaptive) measure(now time.Time) {
-	if a.first.IsZero() {
-		a.first = now
-		a.bucket = now.UnixNano() * adaptiveBucket / int64(time.Second)
-	}
-	a.count++
-	b := now.UnixNano() * adaptiveBucket / int64(time.Second)
-	if b > a.bucket {
-		// The rate while sending: a gap with no answers, such as a wait
-		// at the gate, does not count as sending slowly.
-		rate := a.count * adaptiveBucket
-		if a.warm {
-			rate = rate*adaptiveSmooth + a.measured*(1-adaptiveSmooth)
+	n := now.UnixNano()
+	b := n * adaptiveBucket / int64(time.Second)
+	if a.bucket.Load() == b {
+		a.count.Add(1)
+		if !a.warm.Load() {
+			a.latest.Store(n)
 		}
-		a.measured, a.warm = rate, true
-		a.count, a.bucket = 0, b
 		return
 	}
-	if !a.warm {
-		a.measured = a.count / math.Max(now.Sub(a.first).Seconds(), 0.1)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cur := a.bucket.Load()
+	switch {
+	case cur == 0:
+		a.first = now
+		a.bucket.Store(b)
+		a.count.Store(1)
+		a.latest.Store(n)
+	case b > cur:
+		// The rate while sending: a gap with no answers, such as a wait
+		// at the gate, does not count as sending slowly. This send closes
+		// the bucket, and counts in it.
+		rate := float64(a.count.Swap(0)+1) * adaptiveBucket
+		if a.warm.Load() {
+			rate = rate*adaptiveSmooth + a.measured*(1-adaptiveSmooth)
+		}
+		a.measured = rate
+		a.warm.Store(true)
+		a.bucket.Store(b)
+	default:
+		// Another send closed the bucket meanwhile, or this one was
+		// made before it closed.
+		a.count.Add(1)
+		if !a.warm.Load() {
+			a.latest.Store(n)
+		}
 	}
+}
+
+// rate is the measured send rate: before the first half second is over,
+// the count over the time from the first send to the latest, taken as at
+// least a tenth of a second. The caller holds the lock.
+func (a *adaptive) rate() float64 {
+	if a.warm.Load() {
+		return a.measured
+	}
+	if a.first.IsZero() {
+		return 0
+	}
+	d := time.Duration(a.latest.Load() - a.first.UnixNano())
+	return float64(a.count.Load()) / math.Max(d.Seconds(), 0.1)
 }
 
 // recentKeep bounds the served sends a Transport keeps for a first
@@ -344,7 +388,7 @@ const recentKeep = 1024
 
 // served records a served send of this Transport, sent at sent.
 func (a *adaptive) served(sent time.Time) {
-	if a.peak < 2 {
+	if a.peak.Load() < 2 {
 		return
 	}
 	if len(a.recent) < recentKeep {

@@ -193,7 +193,8 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 	for _, rate := range []float64{20, 50, 100} {
 		t.Run(strconv.FormatFloat(rate, 'f', -1, 64)+"/s", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				a := adaptive{peak: 4}
+				var a adaptive
+				a.peak.Store(4)
 				gap := time.Duration(float64(time.Second) / rate)
 				// Served at rate for two seconds.
 				for range int(2 * rate) {

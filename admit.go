@@ -44,6 +44,13 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		if !scopeHeld {
 			var err error
 			c.takenIn, c.takenAs = c.gateScope(), c.namedAs
+			if c.fast && (c.takenIn != c.scope || c.local.bypass.shut()) && c.slow() {
+				c.transport.own.done(c.scope, nil, false, 0, now) // its place, counted as a send
+			}
+			if c.fast || c.transport.own != nil && c.takenIn == c.scope && c.local.bypass.enter() {
+				c.taken, c.bypassed = true, true
+				return now, nil
+			}
 			nb, now, c.episode, err = c.transport.admit.take(c.ctx, c.takenIn, now)
 			if err != nil {
 				c.taken = false
@@ -186,13 +193,31 @@ const maxGateSpread = 20 * time.Millisecond
 //
 // now is the time the send went, which serves when the response publishes
 // nothing; the clock is read when it does.
-func (c *call) done(resp *http.Response, m marks, now time.Time, served bool) {
+func (c *call) done(resp *http.Response, m marks, now time.Time, served, last bool) {
 	if !c.taken {
 		return
 	}
 	c.taken = false
+	quoted := resp != nil && m&(markQuota|markAge) == markQuota
+	own := c.transport.own
+	if own != nil && quoted && c.takenIn == c.scope {
+		own.shut(c.scope, &c.local.bypass, now) // the quota is the gate's to keep
+	}
+	if c.bypassed {
+		c.bypassed = false
+		if c.fast {
+			if last && !quoted {
+				return // the call's place in the bypass is left as it ends (leaveScope)
+			}
+			if !c.slow() {
+				return // the gate has nothing of the scope, nor of this send
+			}
+		} else if c.local.bypass.leave() {
+			return // the gate has nothing of the scope, nor of this send
+		}
+	}
 	var q *Quota
-	if resp != nil && m&(markQuota|markAge) == markQuota {
+	if quoted {
 		now = time.Now()
 		if wait, _, spent := spentDimension(resp.Header, now); spent {
 			// A spent dimension (dimensions.go) is a hold until its reset,
@@ -226,6 +251,9 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served bool) {
 	}
 	if err := c.transport.admit.done(c.ctx, c.takenIn, q, served, c.episode, now); err != nil {
 		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
+	}
+	if own != nil && c.takenIn == c.scope && c.local.bypass.shut() {
+		own.reopen(c.scope, &c.local.bypass, now)
 	}
 }
 
@@ -263,6 +291,9 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 		}
 		return
+	}
+	if c.transport.own != nil {
+		c.transport.own.shut(c.scope, &c.local.bypass, now)
 	}
 	c.local.heldUntil.raise(until, 0)
 	c.local.throttledAt.Store(now.UnixNano())

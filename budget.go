@@ -4,6 +4,7 @@ package heed
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,9 +36,11 @@ type retryBudget struct {
 	reserve float64 // MinPerSecond × Window
 	slot    time.Duration
 
+	// First attempts count without the lock into the newest slot; the
+	// lock moves the ring, and counts retries.
 	mu      sync.Mutex
-	start   int64 // index of the newest slot
-	firsts  [budgetSlots]int64
+	start   atomic.Int64 // index of the newest slot
+	firsts  [budgetSlots]atomic.Int64
 	retries [budgetSlots]int64
 }
 
@@ -67,36 +70,46 @@ func newRetryBudget(b Budget) *retryBudget {
 	return &retryBudget{ratio: ratio, reserve: float64(perSec) * window.Seconds(), slot: slot}
 }
 
-// reset forgets every attempt counted.
-func (b *retryBudget) reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.start, b.firsts, b.retries = 0, [budgetSlots]int64{}, [budgetSlots]int64{}
-}
+// reset forgets every attempt counted: the ring's newest slot is set so
+// far back that the next attempt's advance clears every slot. Nothing else
+// uses the budget meanwhile (scopeLocal.reset).
+func (b *retryBudget) reset() { b.start.Store(0) }
 
 // window is how long the budget counts attempts.
 func (b *retryBudget) window() time.Duration { return b.slot * budgetSlots }
 
-// advance moves the ring to now, clearing slots that fell out of the window.
+// advance moves the ring to now, clearing slots that fell out of the
+// window. The caller holds the lock.
 func (b *retryBudget) advance(now time.Time) int {
 	idx := now.UnixNano() / int64(b.slot)
-	if gap := idx - b.start; gap > 0 {
+	start := b.start.Load()
+	if gap := idx - start; gap > 0 {
 		for i := int64(1); i <= min(gap, budgetSlots); i++ {
-			j := (b.start + i) % budgetSlots
-			b.firsts[j], b.retries[j] = 0, 0
+			j := (start + i) % budgetSlots
+			b.firsts[j].Store(0)
+			b.retries[j] = 0
 		}
-		b.start = idx
+		start = idx
+		b.start.Store(idx)
 	}
-	return int(((b.start % budgetSlots) + budgetSlots) % budgetSlots)
+	return slotOf(start)
 }
 
-// first records a first attempt.
+// slotOf is the ring's slot for the time slot index idx.
+func slotOf(idx int64) int { return int(((idx % budgetSlots) + budgetSlots) % budgetSlots) }
+
+// first records a first attempt: without the lock, unless it is the first
+// of a slot.
 func (b *retryBudget) first(now time.Time) {
 	if b == nil {
 		return
 	}
+	if idx := now.UnixNano() / int64(b.slot); idx == b.start.Load() {
+		b.firsts[slotOf(idx)].Add(1)
+		return
+	}
 	b.mu.Lock()
-	b.firsts[b.advance(now)]++
+	b.firsts[b.advance(now)].Add(1)
 	b.mu.Unlock()
 }
 
@@ -110,7 +123,7 @@ func (b *retryBudget) retry(now time.Time) bool {
 	i := b.advance(now)
 	var firsts, retries int64
 	for j := range budgetSlots {
-		firsts += b.firsts[j]
+		firsts += b.firsts[j].Load()
 		retries += b.retries[j]
 	}
 	if b.ratio*float64(firsts)+b.reserve-float64(retries) < 1 {

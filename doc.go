@@ -6,7 +6,7 @@
 //
 // One request's path through the files, attempt by attempt:
 //
-//   - gate: admission.go, admit.go, gate.go, infer.go (held, or a quota spent);
+//   - gate: admission.go, admit.go, gate.go, bypass.go, infer.go (held, or a quota spent);
 //   - limits: known.go, adaptive.go, tokens.go, release.go, concurrency.go,
 //     pace.go (a known Limit; the pace and cap learned from throttles);
 //   - send: transport.go, wire.go, body.go, key.go (the body's copy, the

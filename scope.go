@@ -19,7 +19,13 @@ type scopeLocal struct {
 	limiter adaptive
 	budgets map[*policy]*retryBudget
 	known   map[*policy]*known // the Limit of each policy that has one
-	waiting atomic.Int64       // RoundTrips waiting to send
+	// The first policy used in the scope, with its budget and limit:
+	// what most scopes, used by one policy, find without a map.
+	firstPolicy *policy
+	firstBudget *retryBudget
+	firstKnown  *known
+	waiting     atomic.Int64 // RoundTrips waiting to send
+	bypass      bypass       // past the Transport's own gate (bypass.go)
 
 	// The latest hold this Transport set, what the wire check checks
 	// against, and when it was set, in Unix nanoseconds.
@@ -50,21 +56,26 @@ type scopeLocal struct {
 const quietKept = 1024
 
 // scope returns the in-process state of scope, counted as in use until
-// the RoundTrip calls leave; p's retry budget in it (nil when p has none)
-// and p's known limit in it (nil when p has none). now is the time of the
-// RoundTrip's start.
-func (t *Transport) scope(p *policy, scope string, now time.Time) (*scopeLocal, *retryBudget, *known) {
+// the RoundTrip calls leaveScope; p's retry budget in it (nil when p has
+// none) and p's known limit in it (nil when p has none); and whether the
+// call took a place in the scope's bypass, rather than counting as a user
+// (bypass.go). now is the time of the RoundTrip's start.
+func (t *Transport) scope(p *policy, scope string, now time.Time) (*scopeLocal, *retryBudget, *known, bool) {
+	fast := t.own != nil && p.limit == (Limit{})
 	t.scopesMu.RLock()
 	sl := t.scopes[scope]
 	if sl != nil {
 		b, k, ok := sl.of(p)
 		if ok {
-			sl.users.Add(1)
+			entered := fast && sl.bypass.enter()
+			if !entered {
+				sl.users.Add(1)
+			}
 			if !sl.used.Load() {
 				sl.used.Store(true)
 			}
 			t.scopesMu.RUnlock()
-			return sl, b, k
+			return sl, b, k, entered
 		}
 	}
 	t.scopesMu.RUnlock()
@@ -103,7 +114,10 @@ func (t *Transport) scope(p *policy, scope string, now time.Time) (*scopeLocal, 
 	} else if !sl.used.Load() {
 		sl.used.Store(true)
 	}
-	sl.users.Add(1)
+	entered := fast && sl.bypass.enter()
+	if !entered {
+		sl.users.Add(1)
+	}
 	if p.limit != (Limit{}) && sl.known[p] == nil {
 		if sl.known == nil {
 			sl.known = make(map[*policy]*known, 1)
@@ -114,13 +128,19 @@ func (t *Transport) scope(p *policy, scope string, now time.Time) (*scopeLocal, 
 		sl.budgets[p] = newRetryBudget(p.budget)
 	}
 	b, k, _ := sl.of(p)
-	return sl, b, k
+	if sl.firstPolicy == nil {
+		sl.firstPolicy, sl.firstBudget, sl.firstKnown = p, b, k
+	}
+	return sl, b, k, entered
 }
 
 // of returns p's retry budget and known limit in the scope, and whether
 // both are there as p needs them. The caller holds the Transport's scopes
 // lock, to read or to write.
 func (sl *scopeLocal) of(p *policy) (*retryBudget, *known, bool) {
+	if p == sl.firstPolicy {
+		return sl.firstBudget, sl.firstKnown, true
+	}
 	var k *known
 	if p.limit != (Limit{}) {
 		if k = sl.known[p]; k == nil {
@@ -145,7 +165,7 @@ func (sl *scopeLocal) reset() {
 	*sl = scopeLocal{budgets: budgets}
 }
 
-// leave counts a RoundTrip done with the scope.
+// leave counts a user done with the scope.
 func (sl *scopeLocal) leave() { sl.users.Add(-1) }
 
 // stated records at now an answer that leaves the scope state to keep.
@@ -157,7 +177,7 @@ func (sl *scopeLocal) stated(now time.Time) { sl.stateAt.Store(now.UnixNano()) }
 // meanwhile.
 func (sl *scopeLocal) quiet(now time.Time) bool {
 	n := now.UnixNano()
-	if sl.users.Load() != 0 || sl.heldUntil.load().After(now) || sl.quotaUntil.Load() > n {
+	if sl.users.Load() != 0 || sl.bypass.taken() || sl.heldUntil.load().After(now) || sl.quotaUntil.Load() > n {
 		return false
 	}
 	keep := wireCheckFor

@@ -38,8 +38,9 @@ type Transport struct {
 
 	observe func(Event)
 
-	named names // limits servers named, per request scope (named.go)
-	split bool  // the gate is this Transport's own: named limits are kept apart in it
+	named names    // limits servers named, per request scope (named.go)
+	split bool     // the gate is this Transport's own: named limits are kept apart in it
+	own   *memGate // the gate, when split and it infers nothing: scopes' sends may bypass it (bypass.go)
 
 	scopesMu sync.RWMutex
 	scopes   map[string]*scopeLocal
@@ -62,6 +63,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 	if t.gate == nil {
 		t.gate = NewGate()
 		t.split = true
+		t.own = t.gate.(*memGate)
 	} else {
 		// A gate given may be shared: so is the pace, if it keeps one.
 		t.paces, _ = t.gate.(PaceGate)
@@ -139,7 +141,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.scope = req.Host
 		}
 	}
-	c.local, c.retries, c.known = t.scope(p, c.scope, start)
+	c.local, c.retries, c.known, c.fast = t.scope(p, c.scope, start)
 	c.retries.first(start)
 
 	c.newKey = c.giveKey()
@@ -150,14 +152,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // back a Limit slot still held, as when the inner transport panicked.
 func (c *call) end() {
 	if c.local != nil {
-		defer c.local.leave()
+		defer c.leaveScope()
 	}
 	c.body.close()
 	if c.taken {
 		// A panic (the inner transport's, a Classifier's, an observer's)
 		// between a send's admission and its answer: the gate hears of it,
 		// or counts it in flight for ever.
-		c.done(nil, 0, time.Now(), false)
+		c.done(nil, 0, time.Now(), false, false)
 	}
 	c.releaseSlot(nil)
 	c.wentCeiling(false)
@@ -200,6 +202,8 @@ type call struct {
 	newKey                   string // a key heed adds to every attempt, if any
 	kept                     *kept  // the last attempt's outcome, while GetBody may still fail
 	taken                    bool   // a QuotaGate admitted the current send: tell it when done
+	bypassed                 bool   // the current send was admitted by its scope's bypass (bypass.go)
+	fast                     bool   // the call holds a place in its scope's bypass, not a user's (bypass.go)
 	episode                  int64  // the episode heed's own gate admitted it in
 	urlText                  string // the request URL redacted, once needed
 
@@ -219,13 +223,13 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		passed := sent
 		if c.known != nil {
 			if sent, err = c.passLimit(attempt, sent); err != nil {
-				c.done(nil, 0, sent, false)
+				c.done(nil, 0, sent, false, false)
 				return nil, err
 			}
 		}
 		if c.local.limiter.ceil.on.Load() {
 			if sent, err = c.passCeiling(attempt, sent); err != nil {
-				c.done(nil, 0, sent, false)
+				c.done(nil, 0, sent, false, false)
 				c.releaseSlot(nil)
 				return nil, err
 			}
@@ -234,7 +238,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			// It waited for a slot after the gate let it through: a hold
 			// may have been set meanwhile, here or elsewhere.
 			if sent, err = c.awaitHold(attempt, true, "gate"); err != nil {
-				c.done(nil, 0, sent, false)
+				c.done(nil, 0, sent, false, false)
 				c.releaseSlot(nil)
 				c.wentCeiling(false)
 				return nil, err
@@ -242,7 +246,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		out, err := c.request(attempt)
 		if err != nil {
-			c.done(nil, 0, sent, false)
+			c.done(nil, 0, sent, false, false)
 			c.releaseSlot(nil)
 			c.wentCeiling(false)
 			return c.replayFailed(attempt, err)
@@ -261,7 +265,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			var de *DeferredError
 			if resp, de = check.finish(resp, err); de != nil {
 				// Deferred before a byte of it was written.
-				c.done(nil, 0, sent, false)
+				c.done(nil, 0, sent, false, false)
 				c.releaseSlot(nil)
 				c.outAt = time.Time{}
 				c.local.limiter.release(sent, 0) // level 0: unsent, it teaches the cap nothing
@@ -294,7 +298,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if c.transport.split && (m&markNamed != 0 || c.named != "") {
 			c.answerScope(resp, m, v.Class == Throttled)
 		}
-		c.done(resp, m, sent, resp != nil && v.Class != Throttled)
+		c.done(resp, m, sent, resp != nil && v.Class != Throttled, v.Class == Deliver || v.Class == Terminal)
 
 		if (v.Class == Deliver || v.Class == Terminal) && !c.transport.heard {
 			c.outAt = time.Time{}

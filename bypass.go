@@ -1,0 +1,121 @@
+// The bypass: how a scope's sends pass heed's own gate without its lock
+// while the gate keeps nothing for the scope.
+
+package heed
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// bypass lets a scope's sends past a Transport's own gate while the gate
+// has no hold, quota or count for the scope: the common scope, whose
+// answers are all delivered, then costs its sends no lock and no map. Its
+// word counts the places taken in it and not yet given back, and has
+// bypassShut set once the gate keeps state for the scope; from then on
+// every send is admitted by the gate, which counts the places still taken
+// as sends in flight, until the scope is idle in the gate again (reopen).
+//
+// A place is taken by a send (enter), or by a whole call (fast): a call
+// to a scope whose bypass is open, with a policy that states no Limit,
+// takes its place as it finds its scope, and gives it back as it ends,
+// so that a delivered call touches one word once each way. A place also
+// keeps the scope from being forgotten, as a user does. A call whose
+// send cannot use its place (the bypass shut, or the send is in a limit
+// the server named) gives it back (call.slow) and is a user from then on.
+//
+// Everything that gives the gate state for the scope shuts the bypass
+// first: a hold (call.hold) and a published quota (call.done). A scope
+// that is forgotten has none, so a new one starts open. Safe for
+// concurrent use.
+type bypass struct{ w atomic.Int64 }
+
+// bypassShut marks a shut bypass in its word.
+const bypassShut = int64(1) << 62
+
+// enter admits a send through the bypass, and reports whether it did: not
+// when it is shut.
+func (b *bypass) enter() bool {
+	for {
+		w := b.w.Load()
+		if w&bypassShut != 0 {
+			return false
+		}
+		if b.w.CompareAndSwap(w, w+1) {
+			return true
+		}
+	}
+}
+
+// leave records the answer to a send enter admitted, and reports whether
+// the bypass is still open. When it is not, the gate counted the send as
+// in flight as it shut, and must hear of its answer.
+func (b *bypass) leave() bool { return b.w.Add(-1)&bypassShut == 0 }
+
+// shut reports whether the bypass is shut.
+func (b *bypass) shut() bool { return b.w.Load()&bypassShut != 0 }
+
+// taken reports whether any place in the bypass is taken.
+func (b *bypass) taken() bool { return b.w.Load()&^bypassShut != 0 }
+
+// slow gives back the call's place in its scope's bypass: the call is a
+// user of the scope from then on, and its sends are admitted one by one.
+// It reports whether the gate had counted the place as a send in flight,
+// as the bypass shut: the caller then tells the gate of its answer.
+func (c *call) slow() bool {
+	c.fast = false
+	c.local.users.Add(1) // before the place is given back: the scope is never unused meanwhile
+	return !c.local.bypass.leave()
+}
+
+// leaveScope is a call done with its scope: it gives back its place in the
+// bypass, or counts a user gone.
+func (c *call) leaveScope() {
+	if !c.fast {
+		c.local.leave()
+		return
+	}
+	c.fast = false
+	if !c.local.bypass.leave() {
+		c.transport.own.done(c.scope, nil, false, 0, time.Now()) // counted as a send as the bypass shut
+	}
+}
+
+// shut shuts scope's bypass b, if open, and counts the sends it admitted
+// that are not yet answered as in flight in the gate.
+func (g *memGate) shut(scope string, b *bypass, now time.Time) {
+	if b.shut() {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for {
+		w := b.w.Load()
+		if w&bypassShut != 0 {
+			return
+		}
+		if b.w.CompareAndSwap(w, w|bypassShut) {
+			if w > 0 {
+				s := g.state(scope, now)
+				s.inflight += w
+				s.episodeInflight += w
+			}
+			return
+		}
+	}
+}
+
+// reopen opens scope's bypass b again when the gate keeps nothing for the
+// scope at now and no send it admitted is still out: the sends in flight
+// are then all the gate's, and none of them.
+func (g *memGate) reopen(scope string, b *bypass, now time.Time) {
+	if g.infer {
+		return // the inferred quota counts every send
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s := g.scopes[scope]; s != nil && !s.idle(now) {
+		return
+	}
+	b.w.CompareAndSwap(bypassShut, 0)
+}
