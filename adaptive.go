@@ -22,8 +22,8 @@ import (
 type adaptive struct {
 	mu sync.Mutex
 
-	active   atomic.Bool  // enabled, read without the lock
-	inflight atomic.Int64 // this Transport's sends gone and not yet answered
+	active atomic.Bool // enabled, read without the lock
+	flight flight      // this Transport's sends gone and answered
 
 	sends atomic.Bool  // this Transport has sent in the scope
 	peak  atomic.Int64 // the most of its sends in flight at once, ever: 1, a lone caller
@@ -43,12 +43,13 @@ type adaptive struct {
 	shift float64
 
 	// The measured send rate, in half-second buckets, smoothed: this
-	// Transport's. A send counts itself without the lock, but for the
-	// first of each bucket, which closes the one before under it.
+	// Transport's. A bucket's sends are read from the sends gone (flight),
+	// so a send counts in it without a lock or a write of its own, but for
+	// the first of each bucket, which closes the one before under the lock.
 	bucket   atomic.Int64 // index of the current half second; 0: none yet
-	count    atomic.Int64 // sends in it
 	latest   atomic.Int64 // the latest send before warm, in Unix nanoseconds
 	warm     atomic.Bool  // a whole half second has been measured
+	mark     int64        // the sends gone before the current bucket's
 	first    time.Time    // the first send
 	measured float64      // the rate, once warm
 
@@ -103,11 +104,11 @@ const (
 // of the scope in flight, itself included.
 // It takes no lock but once a half second.
 func (a *adaptive) sent(now time.Time) int64 {
-	a.measure(now)
+	level, gone := a.flight.add()
+	a.measure(now, gone)
 	if !a.sends.Load() {
 		a.sends.Store(true)
 	}
-	level := a.inflight.Add(1)
 	for {
 		peak := a.peak.Load()
 		if level <= peak || a.peak.CompareAndSwap(peak, level) {
@@ -130,7 +131,7 @@ func (a *adaptive) release(sent time.Time, level int64) {
 	if !a.active.Load() && a.peak.Load() < 2 {
 		// A lone caller's: it has nothing to record (served), and no
 		// limiter turns on without sends in flight beside it.
-		a.inflight.Add(-1)
+		a.flight.sub()
 		return
 	}
 	if !a.active.Load() {
@@ -139,7 +140,7 @@ func (a *adaptive) release(sent time.Time, level int64) {
 		// counts this one either there or in answered, not in neither.
 		a.mu.Lock()
 		if !a.active.Load() {
-			a.inflight.Add(-1) // all answered does when off
+			a.flight.sub() // all answered does when off
 			if level > 0 {
 				a.served(sent)
 			}
@@ -162,11 +163,11 @@ func (a *adaptive) release(sent time.Time, level int64) {
 // leaves the rate alone; answered then reports true, and the request waits
 // for a slot rather than backing off. level is the send's, from sent.
 func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hint time.Duration) bool {
-	others := a.inflight.Add(-1)
+	others := a.flight.sub()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if throttled {
-		if hint == 0 && others > 0 && a.ceil.refused(level, sent, now, &a.inflight) {
+		if hint == 0 && others > 0 && a.ceil.refused(level, sent, now, &a.flight) {
 			a.active.Store(true)
 			return true
 		}
@@ -324,15 +325,14 @@ func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 // second once it has reached the gate and this Transport.
 const elsewhereHintLimit = paceHintLimit / 2
 
-// measure counts one send into the smoothed send rate: sends per half
-// second in which there were any. Before the first half second is over,
-// the rate is the count over the time so far, taken as at least a tenth of
-// a second.
-func (a *adaptive) measure(now time.Time) {
+// measure counts the send that made gone sends, at now, into the smoothed
+// send rate: sends per half second in which there were any. Before the
+// first half second is over, the rate is the count over the time so far,
+// taken as at least a tenth of a second.
+func (a *adaptive) measure(now time.Time, gone int64) {
 	n := now.UnixNano()
 	b := n * adaptiveBucket / int64(time.Second)
 	if a.bucket.Load() == b {
-		a.count.Add(1)
 		if !a.warm.Load() {
 			a.latest.Store(n)
 		}
@@ -343,25 +343,23 @@ func (a *adaptive) measure(now time.Time) {
 	cur := a.bucket.Load()
 	switch {
 	case cur == 0:
-		a.first = now
+		a.first, a.mark = now, gone-1
 		a.bucket.Store(b)
-		a.count.Store(1)
 		a.latest.Store(n)
 	case b > cur:
 		// The rate while sending: a gap with no answers, such as a wait
 		// at the gate, does not count as sending slowly. This send closes
 		// the bucket, and counts in it.
-		rate := float64(a.count.Swap(0)+1) * adaptiveBucket
+		rate := float64(gone-a.mark) * adaptiveBucket
 		if a.warm.Load() {
 			rate = rate*adaptiveSmooth + a.measured*(1-adaptiveSmooth)
 		}
-		a.measured = rate
+		a.measured, a.mark = rate, gone
 		a.warm.Store(true)
 		a.bucket.Store(b)
 	default:
 		// Another send closed the bucket meanwhile, or this one was
-		// made before it closed.
-		a.count.Add(1)
+		// made before it closed: it counts in the current one.
 		if !a.warm.Load() {
 			a.latest.Store(n)
 		}
@@ -379,8 +377,29 @@ func (a *adaptive) rate() float64 {
 		return 0
 	}
 	d := time.Duration(a.latest.Load() - a.first.UnixNano())
-	return float64(a.count.Load()) / math.Max(d.Seconds(), 0.1)
+	return float64(a.flight.gone.Load()-a.mark) / math.Max(d.Seconds(), 0.1)
 }
+
+// flight counts a scope's sends: those gone, ever, and those answered; the
+// sends in flight are the difference. Two counts rather than one up and
+// down let the measured rate read a bucket's sends from the first.
+type flight struct{ gone, back atomic.Int64 }
+
+// add counts a send gone; it returns the sends in flight, itself included,
+// and the sends gone, ever.
+func (f *flight) add() (level, gone int64) {
+	gone = f.gone.Add(1)
+	return gone - f.back.Load(), gone
+}
+
+// sub counts a send answered, and returns the sends still in flight.
+func (f *flight) sub() int64 {
+	back := f.back.Add(1)
+	return f.gone.Load() - back
+}
+
+// load returns the sends in flight.
+func (f *flight) load() int64 { return f.gone.Load() - f.back.Load() }
 
 // recentKeep bounds the served sends a Transport keeps for a first
 // episode's burst: a burst larger is learned as this.

@@ -163,13 +163,17 @@ func classifyMarked(req *http.Request, resp *http.Response, err error, keyHeader
 	return classifyStatus(req, resp, keyHeader)
 }
 
+// delivered is the verdict on a response below 400 that says nothing of
+// retrying.
+var delivered = Verdict{Class: Deliver, Reason: "ok"}
+
 // classifyStatus classifies a response by its status, headers and, for a
 // few statuses, the start of its body.
 func classifyStatus(req *http.Request, resp *http.Response, keyHeader string) Verdict {
 	code := resp.StatusCode
 	switch {
 	case code < 400:
-		return Verdict{Class: Deliver, Reason: "ok"}
+		return delivered
 	case code == http.StatusTooManyRequests:
 		return classify429(resp)
 	case code == http.StatusForbidden:

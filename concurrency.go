@@ -32,9 +32,9 @@ type ceiling struct {
 	on atomic.Bool
 
 	mu       sync.Mutex
-	limit    int64         // the cap; 0: none yet
-	inflight *atomic.Int64 // the scope's sends in flight: the limiter's
-	admitted int64         // sends let through, not yet gone
+	limit    int64   // the cap; 0: none yet
+	inflight *flight // the scope's sends in flight: the limiter's
+	admitted int64   // sends let through, not yet gone
 	line     []chan struct{}
 	// the highest level a served send went at, this second and the last
 	top, lastTop int64
@@ -76,7 +76,7 @@ func (c *ceiling) seen(now time.Time) int64 {
 // level, with other sends in flight; it reports whether it was the cap's.
 // inflight is the limiter's count of the scope's sends in flight, which the
 // cap keeps below it.
-func (c *ceiling) refused(level int64, sent, now time.Time, inflight *atomic.Int64) bool {
+func (c *ceiling) refused(level int64, sent, now time.Time, inflight *flight) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	took := now.Sub(sent)
@@ -255,7 +255,7 @@ func (c *ceiling) acquire(ctx context.Context, d time.Duration) (bool, error) {
 
 // free reports whether one more send may be let through.
 func (c *ceiling) free() bool {
-	return c.limit == 0 || c.inflight.Load()+c.admitted < c.limit
+	return c.limit == 0 || c.inflight.load()+c.admitted < c.limit
 }
 
 // went accounts for a send let through that went, or, with gone false,

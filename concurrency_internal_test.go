@@ -1,7 +1,6 @@
 package heed
 
 import (
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -89,7 +88,7 @@ func TestCeilingJudgesARefusalByTheLevelsServed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			now := time.Unix(1_700_000_000, 0)
-			var inflight atomic.Int64
+			var inflight flight
 			c := &ceiling{limit: tt.limit, took: 20 * time.Millisecond, top: tt.top, topSecond: now.Unix(), moved: now.Add(-time.Second), inflight: &inflight}
 			c.on.Store(true)
 			got := c.refused(tt.level, now, now, &inflight)

@@ -59,8 +59,8 @@ const quietKept = 1024
 // the RoundTrip calls leaveScope; p's retry budget in it (nil when p has
 // none) and p's known limit in it (nil when p has none); and whether the
 // call took a place in the scope's bypass, rather than counting as a user
-// (bypass.go). now is the time of the RoundTrip's start.
-func (t *Transport) scope(p *policy, scope string, now time.Time) (*scopeLocal, *retryBudget, *known, bool) {
+// (bypass.go).
+func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *known, bool) {
 	fast := t.own != nil && p.limit == (Limit{})
 	t.scopesMu.RLock()
 	sl := t.scopes[scope]
@@ -84,6 +84,10 @@ func (t *Transport) scope(p *policy, scope string, now time.Time) (*scopeLocal, 
 	defer t.scopesMu.Unlock()
 	sl = t.scopes[scope]
 	if sl == nil {
+		// Whether a scope's state is over is read on the wall clock, as
+		// its quota's reset was kept (timesource.go): a scope forgotten has no
+		// state in the gate.
+		now := time.Now()
 		t.order.pass(quietKept, func(k string) bool {
 			s := t.scopes[k]
 			if s == nil {

@@ -37,6 +37,7 @@ type Transport struct {
 	maxHold        time.Duration // the longest hold or reset shared with the gate
 
 	observe func(Event)
+	times   timeSource // each request's start (timesource.go)
 
 	named names    // limits servers named, per request scope (named.go)
 	split bool     // the gate is this Transport's own: named limits are kept apart in it
@@ -111,8 +112,11 @@ func init() {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.policyFor(req)
 	ctx := req.Context()
-	start := time.Now()
-	c := call{transport: t, policy: p, req: req, ctx: ctx, deadline: rules.NewDeadline(ctx, start, p.maxElapsed)}
+	start := t.times.now()
+	// Field by field: a literal is built aside and copied, twice the work.
+	var c call
+	c.transport, c.policy, c.req, c.ctx = t, p, req, ctx
+	c.deadline = rules.NewDeadline(ctx, start, p.maxElapsed)
 	switch {
 	case req.Body == nil || req.Body == http.NoBody:
 		// nothing to replay: c.body is that as it is
@@ -141,7 +145,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.scope = req.Host
 		}
 	}
-	c.local, c.retries, c.known, c.fast = t.scope(p, c.scope, start)
+	c.local, c.retries, c.known, c.fast = t.scope(p, c.scope)
 	c.retries.first(start)
 
 	c.newKey = c.giveKey()
@@ -287,7 +291,11 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			if resp != nil {
 				m = markHeader(resp.Header)
 			}
-			v = classifyMarked(out, resp, err, p.keyHeader, m)
+			if resp != nil && err == nil && resp.StatusCode < 400 && m&markShouldRetry == 0 {
+				v = delivered // classifyMarked's answer, without the call
+			} else {
+				v = classifyMarked(out, resp, err, p.keyHeader, m)
+			}
 		} else {
 			v = p.classify(out, resp, err)
 			if resp != nil {
