@@ -45,7 +45,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			var err error
 			c.takenIn, c.takenAs = c.gateScope(), c.namedAs
 			if c.fast && (c.takenIn != c.scope || c.local.bypass.shut()) && c.slow() {
-				c.transport.own.done(c.scope, nil, false, 0, now) // its place, counted as a send
+				c.transport.own.unsent(c.scope, now) // its place, counted as a send before it sent
 			}
 			if c.fast || c.transport.own != nil && c.takenIn == c.scope && c.local.bypass.enter() {
 				c.taken, c.bypassed = true, true
@@ -206,8 +206,11 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served, last bo
 	if c.bypassed {
 		c.bypassed = false
 		if c.fast {
-			if last && !quoted {
-				return // the call's place in the bypass is left as it ends (leaveScope)
+			if last && !quoted && !c.local.bypass.shut() {
+				// The call's place is left as it ends (leaveScope); the
+				// gate counts it from here only if the bypass shuts after
+				// this answer, as a place with no send out.
+				return
 			}
 			if !c.slow() {
 				return // the gate has nothing of the scope, nor of this send
@@ -292,12 +295,13 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 		}
 		return
 	}
-	if c.transport.own != nil {
-		c.transport.own.shut(c.scope, &c.local.bypass, now)
-	}
 	c.local.heldUntil.raise(until, 0)
 	c.local.throttledAt.Store(now.UnixNano())
 	c.local.stated(now)
+	if c.transport.own != nil {
+		c.transport.own.holdShut(c.scope, &c.local.bypass, until, now)
+		return
+	}
 	if err := c.transport.gate.Hold(c.ctx, c.scope, until); err != nil {
 		c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 	}

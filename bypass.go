@@ -61,7 +61,8 @@ func (b *bypass) taken() bool { return b.w.Load()&^bypassShut != 0 }
 // slow gives back the call's place in its scope's bypass: the call is a
 // user of the scope from then on, and its sends are admitted one by one.
 // It reports whether the gate had counted the place as a send in flight,
-// as the bypass shut: the caller then tells the gate of its answer.
+// as the bypass shut: the caller then tells the gate of its answer, or
+// that it was not sending (memGate.unsent).
 func (c *call) slow() bool {
 	c.fast = false
 	c.local.users.Add(1) // before the place is given back: the scope is never unused meanwhile
@@ -77,18 +78,26 @@ func (c *call) leaveScope() {
 	}
 	c.fast = false
 	if !c.local.bypass.leave() {
-		c.transport.own.done(c.scope, nil, false, 0, time.Now()) // counted as a send as the bypass shut
+		// Counted as a send as the bypass shut: before the call sent, or
+		// once its send was answered (call.done answers to the gate for a
+		// send out as the bypass shut).
+		c.transport.own.unsent(c.scope, time.Now())
 	}
 }
 
-// shut shuts scope's bypass b, if open, and counts the sends it admitted
-// that are not yet answered as in flight in the gate.
+// shut shuts scope's bypass b, if open, and counts the places taken in it
+// as sends in flight in the gate.
 func (g *memGate) shut(scope string, b *bypass, now time.Time) {
 	if b.shut() {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.shutLocked(scope, b, now)
+}
+
+// shutLocked is shut, under the gate's lock.
+func (g *memGate) shutLocked(scope string, b *bypass, now time.Time) {
 	for {
 		w := b.w.Load()
 		if w&bypassShut != 0 {
@@ -101,6 +110,41 @@ func (g *memGate) shut(scope string, b *bypass, now time.Time) {
 				s.episodeInflight += w
 			}
 			return
+		}
+	}
+}
+
+// holdShut shuts scope's bypass b and holds the scope until until, at now,
+// in one hold of the gate's lock: a reopen between the two would find the
+// scope idle, and open the bypass under the hold.
+func (g *memGate) holdShut(scope string, b *bypass, until, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shutLocked(scope, b, now)
+	if until.After(now) {
+		g.state(scope, now).hold(until, now)
+	}
+}
+
+// unsent gives back a place the gate counted as a send in flight as the
+// bypass shut, whose call had no send out then: it was still to send (it
+// then goes through the gate), or its send was answered already. What the
+// gate set against a published quota for it is given back too: every place
+// was counted before any quota the scope published since it shut.
+func (g *memGate) unsent(scope string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.state(scope, now)
+	if s.inflight > 0 {
+		s.inflight--
+	}
+	if s.episodeInflight > 0 {
+		s.episodeInflight--
+	}
+	if s.inflightAtLowest > 0 {
+		s.inflightAtLowest--
+		if s.known {
+			s.available++
 		}
 	}
 }

@@ -2,10 +2,13 @@ package heed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -230,6 +233,308 @@ func TestBypassPlacesOutAsItShutsAnswerToTheGate(t *testing.T) {
 				_, err = send("/slow2")
 				require.NoError(t, err)
 				assert.False(t, sl.bypass.shut(), "open once the hold is over")
+			})
+		})
+	}
+}
+
+// TestBypassStaysShutUnderAHold: a 429 answered beside a few 200s of its
+// scope, on real clocks and threads, round after round. A hold shuts the
+// bypass and is set in the gate under one hold of the gate's lock
+// (memGate.holdShut), so an answer between the two cannot find the scope
+// idle and open the bypass under the hold (with the two apart, about 1 in
+// 3,000 rounds did on 2 cores).
+func TestBypassStaysShutUnderAHold(t *testing.T) {
+	inner := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		h, status := http.Header{}, http.StatusOK
+		if r.URL.Path == "/throttle" {
+			status = http.StatusTooManyRequests
+			h.Set("Retry-After", "5")
+		}
+		return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+	})
+	const rounds = 20000
+	for i := range rounds {
+		tr := New(inner, WithPolicy(Policy{MaxAttempts: 1, MaxWait: time.Millisecond}))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for _, path := range []string{"/throttle", "/a", "/b", "/c"} {
+			wg.Go(func() {
+				<-start
+				for range 3 {
+					req, err := http.NewRequest(http.MethodGet, "https://api.test"+path, nil)
+					if err != nil {
+						panic(err)
+					}
+					_, _ = tr.RoundTrip(req)
+					if path == "/throttle" {
+						return
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		nb, err := tr.own.NotBefore(t.Context(), "api.test")
+		require.NoError(t, err)
+		if nb.After(time.Now()) && !tr.scopes["api.test"].bypass.shut() {
+			t.Fatalf("round %d: the gate holds the scope until %v, and its bypass is open", i, nb)
+		}
+	}
+}
+
+// TestBypassPlaceAnsweredTakesNoQuota: a published quota shuts the bypass
+// and counts every place taken in it as a send in flight, which the gate
+// sets against the quota. A call holds its place from the moment it finds
+// its scope until it ends: after its answer too (its observer told). Such
+// a place, given back, gives back what was set against the quota for it
+// (memGate.unsent).
+//
+// Call X is delivered, with no quota, and its observer is still busy; call
+// Y's answer then says one send (or three) is left for a minute; the calls
+// after, made when nothing of the scope is in flight, are those sends.
+func TestBypassPlaceAnsweredTakesNoQuota(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		remaining string // the quota Y's answer publishes
+		sendsLeft int    // the sends Z and those after it may make
+	}{
+		{"one left", "1", 1},
+		{"three left", "3", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				inner := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+					h := http.Header{}
+					if r.URL.Path != "/x" {
+						h.Set("X-RateLimit-Remaining", tc.remaining)
+						h.Set("X-RateLimit-Reset", "60")
+					}
+					return &http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody, Request: r}, nil
+				})
+				busy, free := make(chan struct{}), make(chan struct{})
+				var once sync.Once
+				observe := func(e Event) {
+					if e.Kind == EventDelivered && e.URL == "https://api.test/x" {
+						once.Do(func() {
+							close(busy)
+							<-free
+						})
+					}
+				}
+				tr := New(inner, WithPolicy(Policy{MaxAttempts: 1, MaxWait: time.Second}), WithObserver(observe))
+				send := func(path string) (*http.Response, error) {
+					req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://api.test"+path, nil)
+					require.NoError(t, err)
+					return tr.RoundTrip(req)
+				}
+				xDone := make(chan struct{})
+				go func() {
+					defer close(xDone)
+					_, err := send("/x")
+					assert.NoError(t, err)
+				}()
+				<-busy // X is answered; its observer is busy
+
+				_, err := send("/y") // publishes the quota
+				require.NoError(t, err)
+				close(free)
+				<-xDone // nothing of the scope is in flight now
+
+				for i := range tc.sendsLeft {
+					resp, err := send("/z")
+					if assert.NoError(t, err, "send %d of %d the server said are left", i+1, tc.sendsLeft) {
+						assert.Equal(t, http.StatusOK, resp.StatusCode)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestBypassPacedPlacesTakeNoQuota: the same, for calls the adaptive
+// limiter paces. After a herd's throttle the limiter paces the scope; once
+// the hold is over the bypass opens again, and each new call takes its
+// place as it finds its scope, then waits for its pacing token. The first
+// of them answered publishes the quota, which counts the places of those
+// still waiting; each gives its share back as it goes through the gate, so
+// every call the server has a send for is sent (each answer says one fewer
+// is left).
+func TestBypassPacedPlacesTakeNoQuota(t *testing.T) {
+	for _, k := range []int{2, 3} {
+		t.Run(strconv.Itoa(k)+" calls paced", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				phase2, served := false, 0
+				hold := make(chan struct{})
+				inner := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+					h, status := http.Header{}, http.StatusOK
+					switch r.URL.Path {
+					case "/herd-slow":
+						<-hold
+					case "/herd-throttle":
+						status = http.StatusTooManyRequests
+						h.Set("Retry-After-Ms", "800")
+					default:
+						mu.Lock()
+						if phase2 {
+							served++
+							h.Set("X-RateLimit-Remaining", strconv.Itoa(k-served))
+							h.Set("X-RateLimit-Reset", "60")
+						}
+						mu.Unlock()
+					}
+					return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+				})
+				tr := New(inner, WithPolicy(Policy{MaxAttempts: 1, MaxWait: 2 * time.Second, MinWait: time.Millisecond}))
+				send := func(path string) (*http.Response, error) {
+					req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://api.test"+path, nil)
+					require.NoError(t, err)
+					return tr.RoundTrip(req)
+				}
+				// A herd's throttle, with another send in flight: the limiter paces.
+				slow := make(chan struct{})
+				go func() {
+					defer close(slow)
+					_, err := send("/herd-slow")
+					assert.NoError(t, err)
+				}()
+				synctest.Wait()
+				resp, err := send("/herd-throttle")
+				require.NoError(t, err)
+				require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+				close(hold)
+				<-slow
+				sl := tr.scopes["api.test"]
+				require.True(t, sl.limiter.active.Load(), "the limiter paces the scope")
+				time.Sleep(time.Second)  // the hold is over
+				_, err = send("/reopen") // admitted by the gate: its answer opens the bypass again
+				require.NoError(t, err)
+				require.False(t, sl.bypass.shut(), "the bypass is open again")
+
+				mu.Lock()
+				phase2 = true
+				mu.Unlock()
+				var wg sync.WaitGroup
+				errs := make([]error, k)
+				for i := range k {
+					wg.Go(func() {
+						resp, err := send("/paced")
+						errs[i] = err
+						if err == nil {
+							assert.Equal(t, http.StatusOK, resp.StatusCode)
+						}
+					})
+				}
+				wg.Wait()
+				mu.Lock()
+				assert.Equal(t, k, served, "each paced call was sent: the server had a send for each")
+				mu.Unlock()
+				for i, err := range errs {
+					assert.NoError(t, err, "call %d", i)
+				}
+			})
+		})
+	}
+}
+
+// TestQuietSeesACallConverting: a call that gives its bypass place back
+// (call.slow) counts as a user first, and the sweep's quiet reads places
+// before users, so a conversion between its two reads is seen by one of
+// them: quiet never answers true for a scope a call uses. A second
+// goroutine converts each of many scopes' one place while quiet is asked
+// of it over and over.
+func TestQuietSeesACallConverting(t *testing.T) {
+	for _, n := range []int{2000, 20000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			scopes := make([]scopeLocal, n)
+			for i := range scopes {
+				require.True(t, scopes[i].bypass.enter())
+			}
+			var watching atomic.Int64
+			watching.Store(-1)
+			go func() {
+				for i := range scopes {
+					for watching.Load() != int64(i) {
+						runtime.Gosched()
+					}
+					c := &call{local: &scopes[i], fast: true}
+					c.slow()
+				}
+			}()
+			now := time.Now()
+			wrong := 0
+			for i := range scopes {
+				sl := &scopes[i]
+				watching.Store(int64(i))
+				for sl.users.Load() == 0 {
+					if sl.quiet(now) {
+						wrong++
+					}
+				}
+				if sl.quiet(now) {
+					wrong++
+				}
+			}
+			assert.Zero(t, wrong, "quiet answered true while a call used the scope")
+		})
+	}
+}
+
+// TestBypassSendsOutCountAgainstAQuota: calls whose sends are out by the
+// bypass when a quota is first published are counted against it, as
+// sends in flight always were: the quota's sends left are those it
+// published less those out, and an answer that publishes nothing gives
+// none back. The calls that would have to wait for the reset defer.
+func TestBypassSendsOutCountAgainstAQuota(t *testing.T) {
+	for _, tc := range []struct{ out, remaining int }{{1, 5}, {3, 5}, {4, 2}} {
+		t.Run(fmt.Sprintf("%d out, %d left", tc.out, tc.remaining), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				var mu sync.Mutex
+				sent := 0
+				inner := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+					h := http.Header{}
+					switch r.URL.Path {
+					case "/slow":
+						<-release
+					case "/quota":
+						h.Set("X-RateLimit-Remaining", strconv.Itoa(tc.remaining))
+						h.Set("X-RateLimit-Reset", "60")
+					default:
+						mu.Lock()
+						sent++
+						mu.Unlock()
+					}
+					return &http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody, Request: r}, nil
+				})
+				tr := New(inner, WithPolicy(Policy{MaxAttempts: 1, MaxWait: time.Second}))
+				send := func(path string) error {
+					req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://api.test"+path, nil)
+					require.NoError(t, err)
+					_, err = tr.RoundTrip(req)
+					return err
+				}
+				var wg sync.WaitGroup
+				for range tc.out {
+					wg.Go(func() { assert.NoError(t, send("/slow")) })
+				}
+				synctest.Wait()
+				require.NoError(t, send("/quota"))
+				close(release)
+				wg.Wait()
+				deferred := 0
+				for range tc.remaining + tc.out {
+					var de *DeferredError
+					if err := send("/after"); errors.As(err, &de) {
+						deferred++
+					} else {
+						require.NoError(t, err)
+					}
+				}
+				left := max(tc.remaining-tc.out, 0)
+				assert.Equal(t, left, sent, "the quota's sends less those out when it was published")
+				assert.Equal(t, tc.remaining+tc.out-left, deferred)
 			})
 		})
 	}

@@ -148,14 +148,19 @@ func (g *memGate) Hold(_ context.Context, scope string, until time.Time) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := g.state(scope, now)
+	g.state(scope, now).hold(until, now)
+	return nil
+}
+
+// hold extends the state's hold to until, at now. The caller holds the
+// gate's lock.
+func (s *scopeState) hold(until, now time.Time) {
 	if until.After(s.until) {
 		if !s.episodeStart.IsZero() && !s.until.After(s.episodeStart) && until.After(s.episodeStart) {
 			s.episodeHeldAt = now // the throttle that ends the episode
 		}
 		s.until = until
 	}
-	return nil
 }
 
 func (g *memGate) Take(_ context.Context, scope string) (time.Time, error) {

@@ -181,7 +181,9 @@ func (sl *scopeLocal) stated(now time.Time) { sl.stateAt.Store(now.UnixNano()) }
 // meanwhile.
 func (sl *scopeLocal) quiet(now time.Time) bool {
 	n := now.UnixNano()
-	if sl.users.Load() != 0 || sl.bypass.taken() || sl.heldUntil.load().After(now) || sl.quotaUntil.Load() > n {
+	// Places before users: a place only ever turns into a user, and under
+	// the write lock none is taken.
+	if sl.bypass.taken() || sl.users.Load() != 0 || sl.heldUntil.load().After(now) || sl.quotaUntil.Load() > n {
 		return false
 	}
 	keep := wireCheckFor
