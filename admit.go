@@ -178,7 +178,7 @@ func (c *call) waitDecision(attempt int, now time.Time, wait time.Duration, reas
 	return decision{
 		route: c.policy.name, method: c.req.Method, url: c.req.URL, attempt: attempt,
 		status: c.status, verdict: Verdict{Class: Throttled, Reason: reason},
-		wait: wait, source: source, retryAt: now.Add(wait).Round(0), left: c.deadline.Left(now),
+		wait: wait, source: source, retryAt: wallAt(now.Add(wait)), left: c.deadline.Left(now),
 	}
 }
 

@@ -17,12 +17,21 @@ import (
 // clockRebase, and a slew's drift over as long (at most half a millisecond
 // at NTP's 500 ppm), so nothing that must agree with the wall (a server's
 // date, whether a scope's state is over, see Transport.scope) is decided
-// on it.
-// Safe for concurrent use.
+// on it. Only a Transport with its own gate uses one (Transport.RoundTrip):
+// a shared gate keeps times on the wall clock. Safe for concurrent use.
 type timeSource struct{ base atomic.Pointer[time.Time] }
 
 // clockRebase is how long a timeSource's reading of both clocks serves.
 const clockRebase = time.Second
+
+// wallAt is the wall clock's reading at t, a time on the monotonic clock
+// (one a timeSource gave, or one after it): t's own wall reading may trail
+// a step of the wall clock (timeSource), and a time handed out (a
+// DeferredError's RetryAt) is read on the wall by whoever gets it.
+func wallAt(t time.Time) time.Time {
+	now := time.Now()
+	return now.Add(t.Sub(now)).Round(0)
+}
 
 // now returns the current time.
 func (c *timeSource) now() time.Time {
