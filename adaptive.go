@@ -330,7 +330,7 @@ const elsewhereHintLimit = paceHintLimit / 2
 // first half second is over, the rate is the count over the time so far,
 // taken as at least a tenth of a second.
 func (a *adaptive) measure(now time.Time, gone int64) {
-	n := now.UnixNano()
+	n := mono(now)
 	b := n * adaptiveBucket / int64(time.Second)
 	if a.bucket.Load() == b {
 		if !a.warm.Load() {
@@ -343,18 +343,22 @@ func (a *adaptive) measure(now time.Time, gone int64) {
 	cur := a.bucket.Load()
 	switch {
 	case cur == 0:
-		a.first, a.mark = now, gone-1
+		a.first, a.mark = now, (gone-1)&int64(flightGone)
 		a.bucket.Store(b)
 		a.latest.Store(n)
 	case b > cur:
 		// The rate while sending: a gap with no answers, such as a wait
 		// at the gate, does not count as sending slowly. This send closes
 		// the bucket, and counts in it.
-		rate := float64(gone-a.mark) * adaptiveBucket
+		n := since(a.mark, gone)
+		rate := float64(max(n, 1)) * adaptiveBucket // this send at least
 		if a.warm.Load() {
 			rate = rate*adaptiveSmooth + a.measured*(1-adaptiveSmooth)
 		}
-		a.measured, a.mark = rate, gone
+		a.measured = rate
+		if n > 0 {
+			a.mark = gone // never back
+		}
 		a.warm.Store(true)
 		a.bucket.Store(b)
 	default:
@@ -376,30 +380,49 @@ func (a *adaptive) rate() float64 {
 	if a.first.IsZero() {
 		return 0
 	}
-	d := time.Duration(a.latest.Load() - a.first.UnixNano())
-	return float64(a.flight.gone.Load()-a.mark) / math.Max(d.Seconds(), 0.1)
+	d := time.Duration(a.latest.Load() - mono(a.first))
+	return float64(since(a.mark, a.flight.gone())) / math.Max(d.Seconds(), 0.1)
 }
 
-// flight counts a scope's sends: those gone, ever, and those answered; the
-// sends in flight are the difference. Two counts rather than one up and
-// down let the measured rate read a bucket's sends from the first.
-type flight struct{ gone, back atomic.Int64 }
+// flight counts a scope's sends in one word: those in flight, in its top
+// bits, and those gone, ever, modulo 2^flightBits, in the rest, so that
+// the measured rate reads a bucket's sends from the second, and both move
+// in one atomic add.
+type flight struct{ w atomic.Uint64 }
+
+// flightBits is the width of the count of sends gone; the sends in flight
+// have the 24 bits above it, far more than a Transport sends at once.
+const (
+	flightBits = 40
+	flightGone = uint64(1)<<flightBits - 1
+)
 
 // add counts a send gone; it returns the sends in flight, itself included,
-// and the sends gone, ever.
+// and the sends gone, modulo 2^flightBits.
 func (f *flight) add() (level, gone int64) {
-	gone = f.gone.Add(1)
-	return gone - f.back.Load(), gone
+	w := f.w.Add(1<<flightBits + 1)
+	return int64(w >> flightBits), int64(w & flightGone)
 }
 
 // sub counts a send answered, and returns the sends still in flight.
-func (f *flight) sub() int64 {
-	back := f.back.Add(1)
-	return f.gone.Load() - back
-}
+func (f *flight) sub() int64 { return int64(f.w.Add(^(uint64(1)<<flightBits - 1)) >> flightBits) }
 
 // load returns the sends in flight.
-func (f *flight) load() int64 { return f.gone.Load() - f.back.Load() }
+func (f *flight) load() int64 { return int64(f.w.Load() >> flightBits) }
+
+// gone returns the sends gone, modulo 2^flightBits.
+func (f *flight) gone() int64 { return int64(f.w.Load() & flightGone) }
+
+// since is the sends gone from mark to gone, two readings of the count of
+// sends gone; 0 when gone is not after mark, as when two sends are counted
+// in one order and measured in the other.
+func since(mark, gone int64) int64 {
+	d := uint64(gone-mark) & flightGone
+	if d > flightGone/2 {
+		return 0
+	}
+	return int64(d)
+}
 
 // recentKeep bounds the served sends a Transport keeps for a first
 // episode's burst: a burst larger is learned as this.
@@ -411,16 +434,16 @@ func (a *adaptive) served(sent time.Time) {
 		return
 	}
 	if len(a.recent) < recentKeep {
-		a.recent = append(a.recent, sent.UnixNano())
+		a.recent = append(a.recent, mono(sent))
 		return
 	}
-	a.recent[a.recentAt] = sent.UnixNano()
+	a.recent[a.recentAt] = mono(sent)
 	a.recentAt = (a.recentAt + 1) % len(a.recent)
 }
 
 // servedIn counts this Transport's served sends that went in [from, to).
 func (a *adaptive) servedIn(from, to time.Time) float64 {
-	f, t := from.UnixNano(), to.UnixNano()
+	f, t := mono(from), mono(to)
 	n := 0
 	for _, s := range a.recent {
 		if s >= f && s < t {

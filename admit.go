@@ -206,10 +206,13 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served, last bo
 	if c.bypassed {
 		c.bypassed = false
 		if c.fast {
-			if last && !quoted && !c.local.bypass.shut() {
-				// The call's place is left as it ends (leaveScope); the
-				// gate counts it from here only if the bypass shuts after
-				// this answer, as a place with no send out.
+			if last && !quoted && !c.transport.heard && !c.local.bypass.shut() {
+				// The call's place is left as it ends (leaveScope), a
+				// moment from now: the gate counts it from here only if
+				// the bypass shuts meanwhile, as a place with no send out.
+				// A call whose observer or logger is still to hear of the
+				// answer gives it back now, lest a quota published
+				// meanwhile count it while the observer runs.
 				return
 			}
 			if !c.slow() {
@@ -247,7 +250,7 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served, last bo
 				c.local.published.Store(true)
 			}
 			c.local.stated(now)
-			if until := q.Reset.UnixNano(); until > c.local.quotaUntil.Load() {
+			if until := mono(q.Reset); until > c.local.quotaUntil.Load() {
 				c.local.quotaUntil.Store(until)
 			}
 		}
@@ -274,7 +277,7 @@ func (c *call) heldElsewhere(now, nb time.Time) {
 	if !c.local.heldUntil.raise(nb, time.Millisecond) {
 		return
 	}
-	c.local.throttledAt.Store(now.UnixNano())
+	c.local.throttledAt.Store(mono(now))
 	c.local.stated(now)
 	c.local.limiter.heldElsewhere(now, nb.Sub(now), c.local.waiting.Load() > 0)
 }
@@ -287,7 +290,7 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 		// A limit the server named (named.go): its hold is the gate's;
 		// the request scope's own state is not held by it, but is kept,
 		// and its sends are checked at the wire for a while.
-		c.local.throttledAt.Store(now.UnixNano())
+		c.local.throttledAt.Store(mono(now))
 		c.local.stated(now)
 		c.transport.named.held(c.scope, c.holdAs, until)
 		if err := c.transport.gate.Hold(c.ctx, c.holdIn, until); err != nil {
@@ -296,7 +299,7 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 		return
 	}
 	c.local.heldUntil.raise(until, 0)
-	c.local.throttledAt.Store(now.UnixNano())
+	c.local.throttledAt.Store(mono(now))
 	c.local.stated(now)
 	if c.transport.own != nil {
 		c.transport.own.holdShut(c.scope, &c.local.bypass, until, now)

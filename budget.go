@@ -81,7 +81,7 @@ func (b *retryBudget) window() time.Duration { return b.slot * budgetSlots }
 // advance moves the ring to now, clearing slots that fell out of the
 // window. The caller holds the lock.
 func (b *retryBudget) advance(now time.Time) int {
-	idx := now.UnixNano() / int64(b.slot)
+	idx := mono(now) / int64(b.slot)
 	start := b.start.Load()
 	if gap := idx - start; gap > 0 {
 		for i := int64(1); i <= min(gap, budgetSlots); i++ {
@@ -104,7 +104,7 @@ func (b *retryBudget) first(now time.Time) {
 	if b == nil {
 		return
 	}
-	if idx := now.UnixNano() / int64(b.slot); idx == b.start.Load() {
+	if idx := mono(now) / int64(b.slot); idx == b.start.Load() {
 		b.firsts[slotOf(idx)].Add(1)
 		return
 	}

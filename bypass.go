@@ -26,8 +26,8 @@ import (
 //
 // Everything that gives the gate state for the scope shuts the bypass
 // first: a hold (call.hold) and a published quota (call.done). A scope
-// that is forgotten has none, so a new one starts open. Safe for
-// concurrent use.
+// that is forgotten has none, so a new one starts open, unless the gate
+// says otherwise (Transport.scope). Safe for concurrent use.
 type bypass struct{ w atomic.Int64 }
 
 // bypassShut marks a shut bypass in its word.
@@ -147,6 +147,15 @@ func (g *memGate) unsent(scope string, now time.Time) {
 			s.available++
 		}
 	}
+}
+
+// keeps reports whether the gate has state for scope at now: a hold, a
+// quota, or a send in flight.
+func (g *memGate) keeps(scope string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.scopes[scope]
+	return s != nil && !s.idle(now)
 }
 
 // reopen opens scope's bypass b again when the gate keeps nothing for the

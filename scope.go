@@ -28,7 +28,7 @@ type scopeLocal struct {
 	bypass      bypass       // past the Transport's own gate (bypass.go)
 
 	// The latest hold this Transport set, what the wire check checks
-	// against, and when it was set, in Unix nanoseconds.
+	// against, and when it was set, on the monotonic clock (mono).
 	heldUntil   instant
 	throttledAt atomic.Int64
 	// published: a response of the scope published a quota, whose reset
@@ -38,12 +38,12 @@ type scopeLocal struct {
 	// What keeps the scope from being forgotten, beside a hold and a
 	// quota: the RoundTrips using it, a use since the sweep last passed
 	// it, and the last answer that was not delivered at once or that
-	// published a quota, in Unix nanoseconds.
+	// published a quota, on the monotonic clock (mono).
 	users   atomic.Int64
 	used    atomic.Bool
 	stateAt atomic.Int64
-	// quotaUntil is the latest reset of a quota the scope published, in
-	// Unix nanoseconds: the gate keeps the quota until then, and the scope
+	// quotaUntil is the latest reset of a quota the scope published, by
+	// mono: the gate keeps the quota until then, and the scope
 	// must know it published one (published).
 	quotaUntil atomic.Int64
 }
@@ -113,6 +113,12 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 		if t.paces != nil {
 			sl.limiter.shared = &sharedPace{gate: t.paces, scope: scope}
 		}
+		if t.own != nil && t.own.keeps(scope, now) {
+			// The gate has state for the scope still (a forgotten scope
+			// has none, but for a disagreement of the two on when it
+			// ends): its sends go through the gate till it is over.
+			sl.bypass.w.Store(bypassShut)
+		}
 		t.scopes[scope] = sl
 		t.order.push(scope)
 	} else if !sl.used.Load() {
@@ -173,14 +179,14 @@ func (sl *scopeLocal) reset() {
 func (sl *scopeLocal) leave() { sl.users.Add(-1) }
 
 // stated records at now an answer that leaves the scope state to keep.
-func (sl *scopeLocal) stated(now time.Time) { sl.stateAt.Store(now.UnixNano()) }
+func (sl *scopeLocal) stated(now time.Time) { sl.stateAt.Store(mono(now)) }
 
 // quiet reports whether the scope can be forgotten at now: no RoundTrip
 // uses it, no Limit slot is held, and its state is over. The caller holds
 // the Transport's scopes lock for writing, so no RoundTrip starts to use it
 // meanwhile.
 func (sl *scopeLocal) quiet(now time.Time) bool {
-	n := now.UnixNano()
+	n := mono(now)
 	// Places before users: a place only ever turns into a user, and under
 	// the write lock none is taken.
 	if sl.bypass.taken() || sl.users.Load() != 0 || sl.heldUntil.load().After(now) || sl.quotaUntil.Load() > n {

@@ -24,6 +24,20 @@ type timeSource struct{ base atomic.Pointer[time.Time] }
 // clockRebase is how long a timeSource's reading of both clocks serves.
 const clockRebase = time.Second
 
+// monoEpoch is what mono counts from.
+var monoEpoch = time.Now()
+
+// monoOffset keeps every mono reading above zero, which marks none.
+const monoOffset = int64(1) << 62
+
+// mono returns t as a count of nanoseconds on the monotonic clock, for
+// the times a Transport keeps in atomic words and compares among
+// themselves: a step of the wall clock moves none of them, and a time from
+// a timeSource and one from time.Now agree. A time with no monotonic
+// reading (testing/synctest's) counts on the wall clock, as every other
+// such time does. Never zero.
+func mono(t time.Time) int64 { return int64(t.Sub(monoEpoch)) + monoOffset }
+
 // wallAt is the wall clock's reading at t, a time on the monotonic clock
 // (one a timeSource gave, or one after it): t's own wall reading may trail
 // a step of the wall clock (timeSource), and a time handed out (a

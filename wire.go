@@ -58,7 +58,7 @@ type wireCheck struct {
 // throttled lately; else out itself and nil.
 func (c *call) wired(out *http.Request, attempt int, now time.Time) (*http.Request, *wireCheck) {
 	at := c.local.throttledAt.Load()
-	if at == 0 || now.UnixNano()-at > int64(wireCheckFor) {
+	if at == 0 || mono(now)-at > int64(wireCheckFor) {
 		return out, nil
 	}
 	ctx, cancel := context.WithCancelCause(out.Context())

@@ -1,0 +1,107 @@
+package heed
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestFlightCountsNoLessThanOne: the limiter counts its sends in flight
+// and gone in one word (flight), so a send's level is never below one and
+// the count in flight the ceiling sets against its cap never below zero,
+// however sends go and are answered beside it. Goroutines send and answer
+// through one limiter, as a herd does, while a probe reads.
+func TestFlightCountsNoLessThanOne(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bad  func(a *adaptive, now time.Time) (int64, bool) // one probe: the value read, and whether it is wrong
+	}{
+		{"a send's level", func(a *adaptive, now time.Time) (int64, bool) {
+			level := a.sent(now)
+			a.release(now, level)
+			return level, level < 1
+		}},
+		{"the count in flight", func(a *adaptive, now time.Time) (int64, bool) {
+			n := a.flight.load()
+			return n, n < 0
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a adaptive
+			var stop atomic.Bool
+			var first atomic.Int64
+			var seen atomic.Bool
+			var wg sync.WaitGroup
+			deadline := time.Now().Add(500 * time.Millisecond)
+			// the herd
+			for range 3 {
+				wg.Go(func() {
+					now := time.Now()
+					for !stop.Load() {
+						a.release(now, a.sent(now))
+					}
+				})
+			}
+			// the probe
+			wg.Go(func() {
+				defer stop.Store(true)
+				now := time.Now()
+				for i := 0; ; i++ {
+					if v, bad := tc.bad(&a, now); bad {
+						first.Store(v)
+						seen.Store(true)
+						return
+					}
+					if i%4096 == 0 && time.Now().After(deadline) {
+						return
+					}
+				}
+			})
+			wg.Wait()
+			assert.False(t, seen.Load(), "read %d", first.Load())
+		})
+	}
+}
+
+// TestMeasuredRateNeverBelowZero: a half second's sends are read from the
+// sends gone, and two sends whose times straddle a bucket's end can count
+// themselves gone in one order and close buckets in the other (the earlier
+// one delayed between its time and its send). The later close then counts
+// its own send, not a negative number, and the mark never goes back, so
+// the measured rate a throttle cuts from stays above zero.
+//
+// A and B count themselves gone (A first); B, made 1 ms before the second
+// half second's end, closes the first; A, made 1 ms after it, closes the
+// second.
+func TestMeasuredRateNeverBelowZero(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		name     string
+		reversed bool // A counted gone before B, B measured before A
+	}{
+		{"in turn", false},
+		{"counted and measured in opposite orders", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a adaptive
+			a.sent(t0) // the first send, opening the first half second
+			var goneA, goneB int64
+			if tc.reversed {
+				_, goneA = a.flight.add()
+				_, goneB = a.flight.add()
+			} else {
+				_, goneB = a.flight.add()
+				_, goneA = a.flight.add()
+			}
+			a.measure(t0.Add(999*time.Millisecond), goneB)  // B: the second half second
+			a.measure(t0.Add(1001*time.Millisecond), goneA) // A: the third
+			a.mu.Lock()
+			rate := a.rate()
+			a.mu.Unlock()
+			assert.GreaterOrEqual(t, rate, 0.0, "the measured send rate")
+		})
+	}
+}
