@@ -103,9 +103,12 @@ const (
 // sent records a send going out at now, and returns its level: the sends
 // of the scope in flight, itself included.
 // It takes no lock but once a half second.
-func (a *adaptive) sent(now time.Time) int64 {
+func (a *adaptive) sent(now time.Time) int64 { return a.sentAt(now, mono(now)) }
+
+// sentAt is sent, with now's mono count.
+func (a *adaptive) sentAt(now time.Time, at int64) int64 {
 	level, gone := a.flight.add()
-	a.measure(now, gone)
+	a.measure(now, at, gone)
 	if !a.sends.Load() {
 		a.sends.Store(true)
 	}
@@ -329,8 +332,7 @@ const elsewhereHintLimit = paceHintLimit / 2
 // send rate: sends per half second in which there were any. Before the
 // first half second is over, the rate is the count over the time so far,
 // taken as at least a tenth of a second.
-func (a *adaptive) measure(now time.Time, gone int64) {
-	n := mono(now)
+func (a *adaptive) measure(now time.Time, n, gone int64) {
 	b := n * adaptiveBucket / int64(time.Second)
 	if a.bucket.Load() == b {
 		if !a.warm.Load() {

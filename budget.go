@@ -80,8 +80,8 @@ func (b *retryBudget) window() time.Duration { return b.slot * budgetSlots }
 
 // advance moves the ring to now, clearing slots that fell out of the
 // window. The caller holds the lock.
-func (b *retryBudget) advance(now time.Time) int {
-	idx := mono(now) / int64(b.slot)
+func (b *retryBudget) advance(now int64) int {
+	idx := now / int64(b.slot)
 	start := b.start.Load()
 	if gap := idx - start; gap > 0 {
 		for i := int64(1); i <= min(gap, budgetSlots); i++ {
@@ -98,13 +98,13 @@ func (b *retryBudget) advance(now time.Time) int {
 // slotOf is the ring's slot for the time slot index idx.
 func slotOf(idx int64) int { return int(((idx % budgetSlots) + budgetSlots) % budgetSlots) }
 
-// first records a first attempt: without the lock, unless it is the first
-// of a slot.
-func (b *retryBudget) first(now time.Time) {
+// first records a first attempt at now, a mono count: without the lock,
+// unless it is the first of a slot.
+func (b *retryBudget) first(now int64) {
 	if b == nil {
 		return
 	}
-	if idx := mono(now) / int64(b.slot); idx == b.start.Load() {
+	if idx := now / int64(b.slot); idx == b.start.Load() {
 		b.firsts[slotOf(idx)].Add(1)
 		return
 	}
@@ -120,7 +120,7 @@ func (b *retryBudget) retry(now time.Time) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := b.advance(now)
+	i := b.advance(mono(now))
 	var firsts, retries int64
 	for j := range budgetSlots {
 		firsts += b.firsts[j].Load()

@@ -96,8 +96,9 @@ func TestMeasuredRateNeverBelowZero(t *testing.T) {
 				_, goneB = a.flight.add()
 				_, goneA = a.flight.add()
 			}
-			a.measure(t0.Add(999*time.Millisecond), goneB)  // B: the second half second
-			a.measure(t0.Add(1001*time.Millisecond), goneA) // A: the third
+			b, at := t0.Add(999*time.Millisecond), t0.Add(1001*time.Millisecond)
+			a.measure(b, mono(b), goneB)   // B: the second half second
+			a.measure(at, mono(at), goneA) // A: the third
 			a.mu.Lock()
 			rate := a.rate()
 			a.mu.Unlock()

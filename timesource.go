@@ -19,7 +19,13 @@ import (
 // date, whether a scope's state is over, see Transport.scope) is decided
 // on it. Only a Transport with its own gate uses one (Transport.RoundTrip):
 // a shared gate keeps times on the wall clock. Safe for concurrent use.
-type timeSource struct{ base atomic.Pointer[time.Time] }
+type timeSource struct{ base atomic.Pointer[reading] }
+
+// reading is a time and its mono count.
+type reading struct {
+	t time.Time
+	m int64
+}
 
 // clockRebase is how long a timeSource's reading of both clocks serves.
 const clockRebase = time.Second
@@ -47,14 +53,15 @@ func wallAt(t time.Time) time.Time {
 	return now.Add(t.Sub(now)).Round(0)
 }
 
-// now returns the current time.
-func (c *timeSource) now() time.Time {
+// now returns the current time, and its mono count.
+func (c *timeSource) now() (time.Time, int64) {
 	if b := c.base.Load(); b != nil {
-		if d := time.Since(*b); d >= 0 && d < clockRebase {
-			return b.Add(d)
+		if d := time.Since(b.t); d >= 0 && d < clockRebase {
+			return b.t.Add(d), b.m + int64(d)
 		}
 	}
 	t := time.Now()
-	c.base.Store(&t)
-	return t
+	r := &reading{t, mono(t)}
+	c.base.Store(r)
+	return r.t, r.m
 }

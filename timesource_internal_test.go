@@ -26,7 +26,8 @@ func TestTimeSourceReadsTheClock(t *testing.T) {
 				var ts timeSource
 				for _, d := range tc.steps {
 					time.Sleep(d)
-					got := ts.now()
+					got, count := ts.now()
+					assert.Equal(t, mono(got), count, "its mono count")
 					want := time.Now()
 					assert.True(t, got.Equal(want), "%v, want %v", got, want)
 					assert.Equal(t, want.UnixNano(), got.UnixNano(), "the wall reading")

@@ -112,11 +112,15 @@ func init() {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.policyFor(req)
 	ctx := req.Context()
-	start := time.Now()
+	// heed's own gate: a monotonic reading will do (timesource.go). A
+	// shared gate, and a shared pace, keep times on the wall clock.
+	var start time.Time
+	var startMono int64
 	if t.own != nil {
-		// heed's own gate: a monotonic reading will do (timesource.go). A
-		// shared gate, and a shared pace, keep times on the wall clock.
-		start = t.times.now()
+		start, startMono = t.times.now()
+	} else {
+		start = time.Now()
+		startMono = mono(start)
 	}
 	// Field by field: a literal is built aside and copied, twice the work.
 	var c call
@@ -151,7 +155,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	c.local, c.retries, c.known, c.fast = t.scope(p, c.scope)
-	c.retries.first(start)
+	c.started, c.startMono = start, startMono
+	c.retries.first(startMono)
 
 	c.newKey = c.giveKey()
 	return c.run(start)
@@ -187,6 +192,8 @@ type call struct {
 	req       *http.Request
 	ctx       context.Context
 	deadline  rules.Deadline // the time this RoundTrip may spend
+	started   time.Time      // when the RoundTrip began
+	startMono int64          // started's mono count (timesource.go)
 	retries   *retryBudget   // the scope's retry budget; nil: none
 	local     *scopeLocal    // what this Transport keeps of the scope
 	known     *known         // the policy's Limit in the scope; nil: none
@@ -261,7 +268,11 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			return c.replayFailed(attempt, err)
 		}
 		c.kept = nil
-		level := c.local.limiter.sent(sent)
+		sentMono := c.startMono
+		if sent != c.started {
+			sentMono = mono(sent)
+		}
+		level := c.local.limiter.sentAt(sent, sentMono)
 		c.outAt, c.outLevel = sent, level
 		c.wentCeiling(true)
 		send, check := c.wired(out, attempt, sent)

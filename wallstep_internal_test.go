@@ -98,7 +98,8 @@ func TestWireCheckAfterAWallStep(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // its hold is over
 
 			if tc.step != 0 {
-				tr.times.base.Store(readBefore(t, tc.step))
+				r := readBefore(t, tc.step)
+				tr.times.base.Store(&reading{*r, mono(*r)})
 			}
 			resp, err = send("/late")
 			assert.True(t, checked, "a send a few milliseconds after a throttle is checked at the wire")
@@ -154,7 +155,8 @@ func TestRetryBudgetAfterAWallStep(t *testing.T) {
 			require.Equal(t, int64(1), call(), "the budget is spent: no retry")
 
 			if tc.step != 0 {
-				tr.times.base.Store(readBefore(t, tc.step))
+				r := readBefore(t, tc.step)
+				tr.times.base.Store(&reading{*r, mono(*r)})
 			}
 			assert.Equal(t, int64(1), call(), "the budget is still spent a moment later: no retry")
 		})
