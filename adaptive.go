@@ -333,7 +333,7 @@ const elsewhereHintLimit = paceHintLimit / 2
 // first half second is over, the rate is the count over the time so far,
 // taken as at least a tenth of a second.
 func (a *adaptive) measure(now time.Time, n, gone int64) {
-	b := n * adaptiveBucket / int64(time.Second)
+	b := n / (int64(time.Second) / adaptiveBucket) // n is near 2^62: no product
 	if a.bucket.Load() == b {
 		if !a.warm.Load() {
 			a.latest.Store(n)

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -105,4 +106,39 @@ func TestMeasuredRateNeverBelowZero(t *testing.T) {
 			assert.GreaterOrEqual(t, rate, 0.0, "the measured send rate")
 		})
 	}
+}
+
+// TestMeasureBucketsAreHalfSeconds: the measured rate's buckets are the
+// half seconds of the monotonic count, each one more than the last, on
+// real time and on synctest's, where the count is far from zero either way
+// and no product of it overflows.
+func TestMeasureBucketsAreHalfSeconds(t *testing.T) {
+	run := func(t *testing.T) {
+		var a adaptive
+		var last int64
+		for i := range 6 {
+			now := time.Now()
+			a.sent(now)
+			b := a.bucket.Load()
+			assert.Positive(t, b)
+			assert.Equal(t, mono(now)/(int64(time.Second)/adaptiveBucket), b)
+			if i > 0 {
+				assert.Equal(t, last+1, b, "one half second on")
+			}
+			last = b
+			time.Sleep(time.Second / adaptiveBucket)
+		}
+	}
+	t.Run("synctest", func(t *testing.T) { synctest.Test(t, run) })
+	t.Run("real time", func(t *testing.T) {
+		// Start just past a half second's start, so that sleeps of half a
+		// second land in the next one.
+		time.Sleep(time.Duration(int64(time.Second)/adaptiveBucket - mono(time.Now())%(int64(time.Second)/adaptiveBucket) + int64(50*time.Millisecond)))
+		var a adaptive
+		now := time.Now()
+		a.sent(now)
+		b := a.bucket.Load()
+		assert.Equal(t, mono(now)/(int64(time.Second)/adaptiveBucket), b)
+		assert.Positive(t, b)
+	})
 }
