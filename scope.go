@@ -84,8 +84,8 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 	defer t.scopesMu.Unlock()
 	sl = t.scopes[scope]
 	if sl == nil {
-		// Whether a scope's state is over is read on the wall clock, as
-		// its quota's reset was kept (timesource.go): a scope forgotten has no
+		// Whether a scope's state is over is read on time.Now, not a
+		// time source's reading (timesource.go): a scope forgotten has no
 		// state in the gate.
 		now := time.Now()
 		t.order.pass(quietKept, func(k string) bool {

@@ -42,7 +42,10 @@ const monoOffset = int64(1) << 62
 // a timeSource and one from time.Now agree. A time with no monotonic
 // reading (testing/synctest's) counts on the wall clock, as every other
 // such time does. Never zero.
-func mono(t time.Time) int64 { return int64(t.Sub(monoEpoch)) + monoOffset }
+// Times more than 2^62 ns (about 146 years) from monoEpoch count as that.
+func mono(t time.Time) int64 {
+	return min(max(int64(t.Sub(monoEpoch)), 1-monoOffset), monoOffset-1) + monoOffset
+}
 
 // wallAt is the wall clock's reading at t, a time on the monotonic clock
 // (one a timeSource gave, or one after it): t's own wall reading may trail
