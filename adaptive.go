@@ -47,7 +47,7 @@ type adaptive struct {
 	// so a send counts in it without a lock or a write of its own, but for
 	// the first of each bucket, which closes the one before under the lock.
 	bucket   atomic.Int64 // index of the current half second; 0: none yet
-	latest   atomic.Int64 // the latest send before warm, in Unix nanoseconds
+	latest   atomic.Int64 // the latest send before warm, as a mono count
 	warm     atomic.Bool  // a whole half second has been measured
 	mark     int64        // the sends gone before the current bucket's
 	first    time.Time    // the first send
@@ -352,13 +352,13 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 		// The rate while sending: a gap with no answers, such as a wait
 		// at the gate, does not count as sending slowly. This send closes
 		// the bucket, and counts in it.
-		n := since(a.mark, gone)
-		rate := float64(max(n, 1)) * adaptiveBucket // this send at least
+		count := since(a.mark, gone)
+		rate := float64(max(count, 1)) * adaptiveBucket // this send at least
 		if a.warm.Load() {
 			rate = rate*adaptiveSmooth + a.measured*(1-adaptiveSmooth)
 		}
 		a.measured = rate
-		if n > 0 {
+		if count > 0 {
 			a.mark = gone // never back
 		}
 		a.warm.Store(true)
