@@ -103,10 +103,15 @@ const (
 // sent records a send going out at now, and returns its level: the sends
 // of the scope in flight, itself included.
 // It takes no lock but once a half second.
-func (a *adaptive) sent(now time.Time) int64 { return a.sentAt(now, mono(now)) }
+func (a *adaptive) sent(now time.Time) int64 {
+	level, _ := a.sentAt(now, mono(now))
+	return level
+}
 
-// sentAt is sent, with now's mono count.
-func (a *adaptive) sentAt(now time.Time, at int64) int64 {
+// sentAt is sent, with now's mono count; rose reports that the send took
+// the scope's peak to a new high, of two or more: a herd forming, whose
+// send may need a connection of its own.
+func (a *adaptive) sentAt(now time.Time, at int64) (level int64, rose bool) {
 	level, gone := a.flight.add()
 	a.measure(now, at, gone)
 	if !a.sends.Load() {
@@ -114,8 +119,11 @@ func (a *adaptive) sentAt(now time.Time, at int64) int64 {
 	}
 	for {
 		peak := a.peak.Load()
-		if level <= peak || a.peak.CompareAndSwap(peak, level) {
-			return level
+		if level <= peak {
+			return level, false
+		}
+		if a.peak.CompareAndSwap(peak, level) {
+			return level, level > 1
 		}
 	}
 }

@@ -272,10 +272,10 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if sent != c.started {
 			sentMono = mono(sent)
 		}
-		level := c.local.limiter.sentAt(sent, sentMono)
+		level, forming := c.local.limiter.sentAt(sent, sentMono)
 		c.outAt, c.outLevel = sent, level
 		c.wentCeiling(true)
-		send, check := c.wired(out, attempt, sent)
+		send, check := c.wired(out, attempt, sent, forming)
 		var again *resends
 		if c.transport.observe != nil {
 			send, again = counted(send)

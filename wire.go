@@ -27,8 +27,11 @@ import (
 // throttle's hold ends, or deferred unsent when that wait does not fit.
 //
 // The check costs a trace, a context and a request copy per send, so it is
-// made only for the sends of a scope throttled within wireCheckFor: a herd
-// that is being throttled, which is where the race happens. It sees the
+// made only where the race happens: for the sends of a scope throttled
+// within wireCheckFor, a herd that is being throttled, and for a send that
+// takes its scope's sends in flight to a new high, of two or more: a herd
+// forming, whose sends dial while the first answers, and a first throttle,
+// come back. It sees the
 // holds this Transport set or learned, and its gate's when that is heed's
 // own; another process's hold in a shared gate it asks for only after a
 // wait, since asking is a round trip.
@@ -55,11 +58,13 @@ type wireCheck struct {
 }
 
 // wired returns out to be sent with the wire check, when its scope was
-// throttled lately; else out itself and nil.
-func (c *call) wired(out *http.Request, attempt int, now time.Time) (*http.Request, *wireCheck) {
-	at := c.local.throttledAt.Load()
-	if at == 0 || mono(now)-at > int64(wireCheckFor) {
-		return out, nil
+// throttled lately or its herd is forming; else out itself and nil.
+func (c *call) wired(out *http.Request, attempt int, now time.Time, forming bool) (*http.Request, *wireCheck) {
+	if !forming {
+		at := c.local.throttledAt.Load()
+		if at == 0 || mono(now)-at > int64(wireCheckFor) {
+			return out, nil
+		}
 	}
 	ctx, cancel := context.WithCancelCause(out.Context())
 	check := &wireCheck{call: *c, attempt: attempt, cancel: cancel}

@@ -25,17 +25,22 @@ import (
 // its scope was throttled is not written before that hold ends, or is
 // deferred unsent when the wait does not fit its time. Real connections on
 // loopback; the second connection's dial is slowed, as a TLS handshake to
-// a far server is.
+// a far server is. The hold is the scope's first, or follows an earlier
+// throttle.
 func TestNoSendWrittenInsideAHoldLearnedWhileDialing(t *testing.T) {
 	tests := []struct {
 		name     string
 		hint     int           // seconds, of the throttle learned while dialing
 		dial     time.Duration // how long the slow dial takes
 		deadline time.Duration // the dialing request's time; 0: none
+		first    bool          // the scope's first throttle: no earlier one
 	}{
-		{"hint 1s, dial 250ms", 1, 250 * time.Millisecond, 0},
-		{"hint 2s, dial 400ms", 2, 400 * time.Millisecond, 0},
-		{"hint 2s, no time to wait: deferred unsent", 2, 250 * time.Millisecond, time.Second},
+		{"hint 1s, dial 250ms", 1, 250 * time.Millisecond, 0, false},
+		{"hint 2s, dial 400ms", 2, 400 * time.Millisecond, 0, false},
+		{"hint 2s, no time to wait: deferred unsent", 2, 250 * time.Millisecond, time.Second, false},
+		{"first hold, hint 1s, dial 250ms", 1, 250 * time.Millisecond, 0, true},
+		{"first hold, hint 3s, dial 500ms", 3, 500 * time.Millisecond, 0, true},
+		{"first hold, hint 2s, no time to wait: deferred unsent", 2, 250 * time.Millisecond, time.Second, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,11 +94,14 @@ func TestNoSendWrittenInsideAHoldLearnedWhileDialing(t *testing.T) {
 				return tr.RoundTrip(req)
 			}
 
-			// A throttle first: the scope is one a herd is being throttled on.
-			resp, err := get(t.Context(), "/warm")
-			require.NoError(t, err)
-			resp.Body.Close()
-			time.Sleep(1100 * time.Millisecond)
+			if !tt.first {
+				// A throttle first: the scope is one a herd is being
+				// throttled on.
+				resp, err := get(t.Context(), "/warm")
+				require.NoError(t, err)
+				resp.Body.Close()
+				time.Sleep(1100 * time.Millisecond)
+			}
 
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -112,7 +120,7 @@ func TestNoSendWrittenInsideAHoldLearnedWhileDialing(t *testing.T) {
 				ctx = c
 			}
 			start := time.Now()
-			resp, err = get(ctx, "/b") // passes the gate, then dials slowly
+			resp, err := get(ctx, "/b") // passes the gate, then dials slowly
 			wg.Wait()
 
 			mu.Lock()
