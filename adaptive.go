@@ -136,9 +136,10 @@ func (a *adaptive) refill(now time.Time) {
 }
 
 // release accounts for a send that ends without a throttle: delivered, or
-// deferred before it was written. It reads the clock only when the limiter
-// is on: off, the answer's time teaches it nothing.
-func (a *adaptive) release(sent time.Time, level int64) {
+// deferred before it was written. room is what its answer published of
+// the scope's quota, -1 nothing (answered). It reads the clock only when
+// the limiter is on: off, the answer's time teaches it nothing.
+func (a *adaptive) release(sent time.Time, level, room int64) {
 	if !a.active.Load() && a.peak.Load() < 2 {
 		// A lone caller's: it has nothing to record (served), and no
 		// limiter turns on without sends in flight beside it.
@@ -160,7 +161,7 @@ func (a *adaptive) release(sent time.Time, level int64) {
 		}
 		a.mu.Unlock()
 	}
-	a.answered(time.Now(), sent, level, false, 0)
+	a.answered(time.Now(), sent, level, false, 0, room)
 }
 
 // answered records the answer to an attempt sent at sent: throttled or
@@ -172,8 +173,10 @@ func (a *adaptive) release(sent time.Time, level int64) {
 //
 // A throttle with no hint that the learned cap takes (concurrency.go)
 // leaves the rate alone; answered then reports true, and the request waits
-// for a slot rather than backing off. level is the send's, from sent.
-func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hint time.Duration) bool {
+// for a slot rather than backing off. level is the send's, from sent; room
+// is what the answer published of the scope's quota, the sends it takes
+// before the quota's reset, or -1 when it published none.
+func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hint time.Duration, room int64) bool {
 	others := a.flight.sub()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -195,20 +198,20 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 		a.join(now, hint)
 	}
 	if !a.sharing() {
-		a.paced(now, sent, level, throttled, hint, others)
+		a.paced(now, sent, level, throttled, hint, others, room)
 	} else {
-		a.pacedShared(now, sent, level, throttled, hint, others)
+		a.pacedShared(now, sent, level, throttled, hint, others, room)
 	}
 	return false
 }
 
 // pacedShared is paced on the gate's pace.
-func (a *adaptive) pacedShared(now, sent time.Time, level int64, throttled bool, hint time.Duration, others int64) {
-	a.through(func() { a.paced(now, sent, level, throttled, hint, others) }, nil)
+func (a *adaptive) pacedShared(now, sent time.Time, level int64, throttled bool, hint time.Duration, others, room int64) {
+	a.through(func() { a.paced(now, sent, level, throttled, hint, others, room) }, nil)
 }
 
 // paced is answered's part that sets the pace.
-func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint time.Duration, others int64) {
+func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint time.Duration, others, room int64) {
 	// A lone caller, one send at a time, makes no herd: the server's hints
 	// pace it. The limiter starts when a throttle comes while other sends
 	// of the scope are in flight.
@@ -229,10 +232,11 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	// such, are the cubic's.
 	if throttled && long {
 		a.longThrottle(now, sent, hint)
+		a.rel.quoted = room == 0
 		return
 	}
 	if !throttled && a.long {
-		a.releaseServed(now, sent)
+		a.releaseServed(now, sent, room, others)
 		return
 	}
 	a.long = false

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestAdaptiveOffUntilThrottled(t *testing.T) {
@@ -14,7 +15,7 @@ func TestAdaptiveOffUntilThrottled(t *testing.T) {
 		var a adaptive
 		for range 1000 {
 			assert.Zero(t, a.waitAndSend(time.Now()))
-			a.answered(time.Now(), time.Now(), 0, false, 0)
+			a.answered(time.Now(), time.Now(), 0, false, 0, -1)
 		}
 		assert.False(t, a.enabled)
 	})
@@ -30,7 +31,7 @@ func TestAdaptiveThrottleOncePerBurst(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		// 32 sends in 0.1s: 320 a second; the burst's 429s lower it once.
 		for range 20 {
-			a.answered(time.Now(), sent, 0, true, 0)
+			a.answered(time.Now(), sent, 0, true, 0, -1)
 		}
 		assert.True(t, a.enabled)
 		assert.InDelta(t, 320*adaptiveBeta, a.fillRate, 1)
@@ -39,7 +40,7 @@ func TestAdaptiveThrottleOncePerBurst(t *testing.T) {
 		later := time.Now()
 		assert.Zero(t, a.waitAndSend(later), "a token came in 10ms")
 		time.Sleep(10 * time.Millisecond)
-		a.answered(time.Now(), later, 0, true, 0)
+		a.answered(time.Now(), later, 0, true, 0, -1)
 		assert.Less(t, a.fillRate, 320*adaptiveBeta)
 	})
 }
@@ -52,7 +53,7 @@ func TestAdaptivePacesAndRecovers(t *testing.T) {
 			a.waitAndSend(start)
 		}
 		time.Sleep(100 * time.Millisecond)
-		a.answered(time.Now(), start, 0, true, 0) // 100 a second: paced at 70
+		a.answered(time.Now(), start, 0, true, 0, -1) // 100 a second: paced at 70
 		rate := a.fillRate
 		assert.InDelta(t, 70, rate, 1)
 		// Paced: sends are spaced 1/rate apart once the bucket is empty.
@@ -71,7 +72,7 @@ func TestAdaptivePacesAndRecovers(t *testing.T) {
 		}
 		// Successes grow the rate back past where it was, along the cubic.
 		time.Sleep(10 * time.Second)
-		a.answered(time.Now(), time.Now(), 0, false, 0)
+		a.answered(time.Now(), time.Now(), 0, false, 0, -1)
 		assert.Greater(t, a.fillRate, 100.0)
 	})
 }
@@ -85,11 +86,11 @@ func TestAdaptiveFloorIsTheHint(t *testing.T) {
 		time.Sleep(time.Second)
 		// Two sends a second, throttled with a 10ms hint: the server lets a
 		// single caller send every 10ms, so heed paces no slower.
-		a.answered(time.Now(), now, 0, true, 10*time.Millisecond)
+		a.answered(time.Now(), now, 0, true, 10*time.Millisecond, -1)
 		assert.InDelta(t, 100, a.fillRate, 0.01)
 		time.Sleep(time.Second)
 		a.waitAndSend(time.Now())
-		a.answered(time.Now(), time.Now(), 0, true, 0)
+		a.answered(time.Now(), time.Now(), 0, true, 0, -1)
 		assert.Less(t, a.fillRate, 50.0, "without a hint, the 10ms floor is gone")
 		assert.GreaterOrEqual(t, a.fillRate, adaptiveMinRate)
 	})
@@ -102,7 +103,7 @@ func TestAdaptiveLeavesALoneCallerToTheHints(t *testing.T) {
 			sent := time.Now()
 			assert.Zero(t, a.waitAndSend(sent))
 			time.Sleep(time.Millisecond)
-			a.answered(time.Now(), sent, 0, true, 0) // throttled, nothing else in flight
+			a.answered(time.Now(), sent, 0, true, 0, -1) // throttled, nothing else in flight
 		}
 		assert.False(t, a.enabled, "one send at a time makes no herd")
 	})
@@ -132,10 +133,10 @@ func TestAdaptiveReleasesTheBurstAfterALongHint(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 		for range 6 {
-			a.release(sent, 1) // served
+			a.release(sent, 1, -1) // served
 		}
 		for range 10 {
-			a.answered(time.Now(), sent, 0, true, time.Second) // "come back in 1s"
+			a.answered(time.Now(), sent, 0, true, time.Second, -1) // "come back in 1s"
 		}
 		assert.True(t, a.enabled, "a herd throttled with a long hint is paced at the reopen")
 		assert.True(t, a.long)
@@ -201,7 +202,7 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 					sent := time.Now()
 					level := a.sent(sent)
 					time.Sleep(gap)
-					a.answered(time.Now(), sent, level, false, 0)
+					a.answered(time.Now(), sent, level, false, 0, -1)
 				}
 				// Ten refusals 20 ms apart, each of a send made after the
 				// last, with another in flight: a herd.
@@ -209,7 +210,7 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 					sent := time.Now()
 					time.Sleep(time.Millisecond)
 					a.mu.Lock()
-					a.paced(time.Now(), sent, 2, true, 0, 1)
+					a.paced(time.Now(), sent, 2, true, 0, 1, -1)
 					a.mu.Unlock()
 					time.Sleep(20 * time.Millisecond)
 				}
@@ -222,6 +223,76 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 					refuse()
 				}
 				assert.Less(t, a.fillRate, 0.2*rate, "down, once nothing is served: %.1f/s", a.fillRate)
+			})
+		})
+	}
+}
+
+// TestReleaseSteersByPublishedRoom: once a throttle published its quota
+// spent, the room each served answer publishes, less the sends still in
+// flight, lifts the rate (3 or more), holds it (2) or eases it (1 or none),
+// by headroomGain a second; a throttle whose quota still had room leaves
+// the rate to the probe.
+func TestReleaseSteersByPublishedRoom(t *testing.T) {
+	tests := []struct {
+		name        string
+		spent       int64 // the throttle's published room; -1: none
+		room, other int64 // the served answer's, and the sends in flight beside it
+		want        int   // +1 lifted, 0 held, -1 eased
+	}{
+		{"room to spare lifts", 0, 8, 0, 1},
+		{"room of three lifts", 0, 3, 0, 1},
+		{"room of two holds", 0, 2, 0, 0},
+		{"room of one eases", 0, 1, 0, -1},
+		{"no room eases", 0, 0, 0, -1},
+		{"room taken by the sends in flight eases", 0, 4, 3, -1},
+		{"a throttle with room left: the probe's", 5, 0, 0, 2},
+		{"a throttle that published nothing: the probe's", -1, 0, 0, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				sent := time.Now()
+				for range 8 {
+					a.waitAndSend(sent)
+				}
+				time.Sleep(10 * time.Millisecond)
+				for range 4 {
+					a.release(sent, 1, -1)
+				}
+				for range 4 {
+					a.answered(time.Now(), sent, 0, true, time.Second, tt.spent)
+				}
+				time.Sleep(time.Second)
+				// The reopen's first send starts the episode; five more go
+				// with it, past the burst of 4: the release paces them.
+				require.Zero(t, a.waitAndSend(time.Now()))
+				for range 5 {
+					a.sent(time.Now())
+				}
+				time.Sleep(50 * time.Millisecond)
+				for range 5 {
+					a.release(time.Now(), 1, -1) // served, publishing nothing: the probe's
+				}
+				require.Equal(t, int64(1), a.flight.load(), "one send left in flight")
+				before := a.fillRate
+				for range tt.other {
+					a.flight.add()
+				}
+				a.release(time.Now(), 1, tt.room)
+				after := a.fillRate
+				step := 1 + headroomGain/max(before, 1)
+				switch tt.want {
+				case 1:
+					assert.InDelta(t, before*step, after, 1e-9, "lifted")
+				case 0:
+					assert.InDelta(t, before, after, 1e-9, "held")
+				case -1:
+					assert.InDelta(t, before/step, after, 1e-9, "eased")
+				default:
+					assert.False(t, a.rel.quoted, "the room is not the refusing limit's")
+				}
 			})
 		})
 	}

@@ -194,6 +194,7 @@ const maxGateSpread = 20 * time.Millisecond
 // now is the time the send went, which serves when the response publishes
 // nothing; the clock is read when it does.
 func (c *call) done(resp *http.Response, m marks, now time.Time, served, last bool) {
+	c.room = -1
 	if !c.taken {
 		return
 	}
@@ -242,6 +243,7 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served, last bo
 				c.hold(now, reset)
 			}
 		} else if ok {
+			c.room = r
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
 			if c.takenIn != c.scope && r == 0 {
 				c.transport.named.held(c.scope, c.takenAs, q.Reset) // a named limit spent: its names are kept till then

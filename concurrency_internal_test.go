@@ -15,7 +15,7 @@ func learnCeiling(t *testing.T, a *adaptive, s time.Time, refusalTook time.Durat
 	a.sent(s)
 	a.sent(s)
 	level := a.sent(s)
-	require.True(t, a.answered(s.Add(refusalTook), s, level, true, 0), "the cap takes the refusal")
+	require.True(t, a.answered(s.Add(refusalTook), s, level, true, 0, -1), "the cap takes the refusal")
 }
 
 func TestCeilingOffAdmitsALateWaiter(t *testing.T) {
@@ -25,8 +25,8 @@ func TestCeilingOffAdmitsALateWaiter(t *testing.T) {
 		learnCeiling(t, &a, s, 600*time.Millisecond)
 		// Served after a second: the refusal took more than half of that,
 		// so the cap turns itself off.
-		a.answered(s.Add(time.Second), s, 1, false, 0)
-		a.answered(s.Add(time.Second), s, 2, false, 0)
+		a.answered(s.Add(time.Second), s, 1, false, 0, -1)
+		a.answered(s.Add(time.Second), s, 2, false, 0, -1)
 		require.False(t, a.ceil.on.Load())
 		// A send that saw the cap on a moment before asks for a slot.
 		start := time.Now()
@@ -55,7 +55,7 @@ func TestCeilingOffLetsTheLineGoAtOnce(t *testing.T) {
 		require.Len(t, a.ceil.line, n)
 		a.ceil.slowest = time.Hour // the next served answer turns it off
 		a.ceil.mu.Unlock()
-		a.answered(time.Now(), time.Now(), 1, false, 0)
+		a.answered(time.Now(), time.Now(), 1, false, 0, -1)
 		for range n {
 			assert.True(t, <-done)
 			assert.Zero(t, a.ceil.spacing(time.Now()), "no spacing once the cap is off")

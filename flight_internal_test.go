@@ -22,7 +22,7 @@ func TestFlightCountsNoLessThanOne(t *testing.T) {
 	}{
 		{"a send's level", func(a *adaptive, now time.Time) (int64, bool) {
 			level := a.sent(now)
-			a.release(now, level)
+			a.release(now, level, -1)
 			return level, level < 1
 		}},
 		{"the count in flight", func(a *adaptive, now time.Time) (int64, bool) {
@@ -42,7 +42,7 @@ func TestFlightCountsNoLessThanOne(t *testing.T) {
 				wg.Go(func() {
 					now := time.Now()
 					for !stop.Load() {
-						a.release(now, a.sent(now))
+						a.release(now, a.sent(now), -1)
 					}
 				})
 			}

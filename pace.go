@@ -184,9 +184,9 @@ func (p *paceState) times() [paceTimes]*time.Time {
 	return [...]*time.Time{&p.lastFill, &p.lastThrottle, &r.fitAt, &r.reopen, &r.epStart, &r.epRefused, &r.step}
 }
 
-func (p *paceState) flags() [6]*bool {
+func (p *paceState) flags() [7]*bool {
 	r := &p.rel
-	return [...]*bool{&p.enabled, &p.long, &r.on, &r.fitted, &r.firstEp, &r.window}
+	return [...]*bool{&p.enabled, &p.long, &r.on, &r.fitted, &r.firstEp, &r.window, &r.quoted}
 }
 
 func (p *paceState) encode() []byte {
@@ -231,7 +231,7 @@ func (p *paceState) decode(b []byte) bool {
 // token; and the served sends are at most releaseKeep.
 func decodePace(b []byte) (paceState, error) {
 	var p paceState
-	if len(b) < paceFixed+8 || b[0] != paceVersion || b[1]>>6 != 0 {
+	if len(b) < paceFixed+8 || b[0] != paceVersion || b[1]>>7 != 0 {
 		return p, errPaceState
 	}
 	for i, f := range p.flags() {

@@ -27,8 +27,8 @@ func TestJoinCountsTheStartersServedSendsOnce(t *testing.T) {
 		a.sent(s)
 		a.sent(s)
 		time.Sleep(10 * time.Millisecond)
-		a.answered(time.Now(), s, 2, false, 0)
-		a.answered(time.Now(), s, 1, false, 0)
+		a.answered(time.Now(), s, 2, false, 0, -1)
+		a.answered(time.Now(), s, 1, false, 0, -1)
 		served += 2
 		a.heldElsewhere(time.Now(), 2*time.Second, true)
 		if !a.joined {
@@ -38,14 +38,14 @@ func TestJoinCountsTheStartersServedSendsOnce(t *testing.T) {
 			s := time.Now()
 			a.sent(s)
 			time.Sleep(10 * time.Millisecond)
-			a.answered(time.Now(), s, 1, false, 0)
+			a.answered(time.Now(), s, 1, false, 0, -1)
 			served++
 		}
 		s = time.Now()
 		a.sent(s)
 		a.sent(s)
 		time.Sleep(10 * time.Millisecond)
-		a.answered(time.Now(), s, 2, true, time.Second)
+		a.answered(time.Now(), s, 2, true, time.Second, -1)
 		t.Logf("served %d, burst %v epServed %v", served, a.rel.burst, a.rel.epServed)
 		assert.Equal(t, float64(served), a.rel.burst)
 	})
@@ -81,7 +81,7 @@ func TestAFailedJoinKeepsTheTransportsTokens(t *testing.T) {
 				b.sent(s)
 				b.sent(s)
 				time.Sleep(10 * time.Millisecond)
-				b.answered(time.Now(), s, 2, true, time.Second)
+				b.answered(time.Now(), s, 2, true, time.Second, -1)
 				if !b.enabled || !b.joined {
 					t.Fatal("b not paced")
 				}
@@ -90,15 +90,15 @@ func TestAFailedJoinKeepsTheTransportsTokens(t *testing.T) {
 				for range 400 {
 					s := time.Now()
 					a.sent(s)
-					a.answered(time.Now(), s, 1, false, 0)
+					a.answered(time.Now(), s, 1, false, 0, -1)
 					time.Sleep(2 * time.Millisecond)
 				}
 				s = time.Now()
 				a.sent(s)
 				a.sent(s)
 				time.Sleep(10 * time.Millisecond)
-				a.answered(time.Now(), s, 2, true, 500*time.Millisecond)
-				a.answered(time.Now(), s, 1, false, 0)
+				a.answered(time.Now(), s, 2, true, 500*time.Millisecond, -1)
+				a.answered(time.Now(), s, 1, false, 0, -1)
 				for range 300 {
 					a.reserve(time.Now())
 					a.cancel()
@@ -116,7 +116,7 @@ func TestAFailedJoinKeepsTheTransportsTokens(t *testing.T) {
 				a.sent(s)
 				a.sent(s)
 				time.Sleep(10 * time.Millisecond)
-				a.answered(time.Now(), s, 2, true, time.Second)
+				a.answered(time.Now(), s, 2, true, time.Second, -1)
 				g.fail = false
 				time.Sleep(1500 * time.Millisecond) // past paceRetry
 				k := toks[len(toks)-1]
@@ -139,20 +139,20 @@ func TestUnsentSendsAreNotServed(t *testing.T) {
 		a.sent(s)
 		a.sent(s)
 		time.Sleep(10 * time.Millisecond)
-		a.answered(time.Now(), s, 2, true, 500*time.Millisecond)
-		a.answered(time.Now(), s, 1, false, 0)
+		a.answered(time.Now(), s, 2, true, 500*time.Millisecond, -1)
+		a.answered(time.Now(), s, 1, false, 0, -1)
 		time.Sleep(2 * time.Second)
 		for range 5 {
 			s := time.Now()
 			a.sent(s)
-			a.release(s, 0) // deferred, unsent
+			a.release(s, 0, -1) // deferred, unsent
 		}
 		s = time.Now()
 		a.sent(s)
 		a.sent(s)
 		time.Sleep(10 * time.Millisecond)
-		a.answered(time.Now(), s, 2, true, time.Second)
-		a.answered(time.Now(), s, 1, false, 0)
+		a.answered(time.Now(), s, 2, true, time.Second, -1)
+		a.answered(time.Now(), s, 1, false, 0, -1)
 		t.Logf("ring %d, burst %v", len(a.recent), a.rel.burst)
 		assert.Len(t, a.recent, 2, "the two served sends, not the five unsent")
 	})
@@ -168,8 +168,8 @@ func TestAFirstJoinerKeepsItsTokens(t *testing.T) {
 		a.sent(s)
 		a.sent(s)
 		time.Sleep(10 * time.Millisecond)
-		a.answered(time.Now(), s, 2, true, 500*time.Millisecond) // cubic, not joined
-		a.answered(time.Now(), s, 1, false, 0)
+		a.answered(time.Now(), s, 2, true, 500*time.Millisecond, -1) // cubic, not joined
+		a.answered(time.Now(), s, 1, false, 0, -1)
 		if a.joined || !a.enabled {
 			t.Fatal("setup")
 		}

@@ -54,6 +54,10 @@ type release struct {
 	// once, unpaced: refused, it starts the next hold sooner; served, the
 	// scope was a bucket after all.
 	window bool
+	// quoted: the last throttle published its scope's quota spent, so the
+	// room the served answers publish is the room of the limit that
+	// refused, and steers the rate (headroom).
+	quoted bool
 }
 
 // Release constants.
@@ -77,6 +81,13 @@ const (
 	// that was refused past the burst may be and still show a window: the
 	// cycle the pace was set from was a little shorter or longer.
 	releaseWindowSlack = 1.1
+	// headroomGain is how far the served answers' room moves the rate in
+	// a second of them, as a share of it (headroom); headroomLift is the
+	// least room, beyond the sends in flight, that lifts it, and
+	// headroomEase the most that eases it.
+	headroomGain = 0.4
+	headroomLift = 3
+	headroomEase = 1
 )
 
 // begin starts an episode with the first send after the hold, at now:
@@ -116,8 +127,9 @@ func (r *release) begins(now time.Time) bool {
 }
 
 // releaseServed accounts for a send of the scope served at now, sent at
-// sent, under the release rule.
-func (a *adaptive) releaseServed(now, sent time.Time) {
+// sent, under the release rule; its answer published room of the scope's
+// quota (-1: none), with others of its sends still in flight.
+func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 	r := &a.rel
 	if sent.Before(r.epStart) || (!r.epRefused.IsZero() && !sent.Before(r.epRefused)) {
 		return
@@ -131,6 +143,10 @@ func (a *adaptive) releaseServed(now, sent time.Time) {
 	} else {
 		copy(r.served, r.served[1:])
 		r.served[len(r.served)-1] = sent
+	}
+	if r.quoted && room >= 0 && !r.firstEp {
+		a.headroom(now, room-others)
+		return
 	}
 	if r.fitted {
 		t := now.Sub(r.fitAt).Seconds() / releaseProbe.Seconds()
@@ -193,6 +209,30 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		a.capacity = math.Min(2*a.capacity, r.burst)
 	}
 	r.reopen, r.epRefused = reopen, cut
+}
+
+// headroom steers the rate by the room a served answer published, beyond
+// the sends still in flight, when the throttle that set the pace
+// published the same quota spent: the server says how many more sends it
+// takes now, which is better evidence than a probe. Room to spare lifts
+// the rate, little room eases it, by headroomGain a second, and either way the climb
+// along the cubic starts again from here, so that a server that keeps
+// publishing room is paced by it rather than probed past it into a refusal
+// and a hold of a second: against a sliding window, whose published room
+// is what its weighted count leaves, the pace settles where a send or two
+// of room is left.
+func (a *adaptive) headroom(now time.Time, room int64) {
+	r := &a.rel
+	rate := a.fillRate
+	step := 1 + headroomGain/math.Max(rate, 1) // one answer's share of a second's
+	switch {
+	case room >= headroomLift:
+		rate *= step
+	case room <= headroomEase:
+		rate /= step
+	}
+	r.fitted, r.fitAt, r.fitRate = true, now, math.Max(rate, adaptiveMinRate)
+	a.setRate(r.fitRate)
 }
 
 // fit returns the highest rate, beyond the burst, at which the episode's

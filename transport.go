@@ -179,7 +179,7 @@ func (c *call) end() {
 	c.wentCeiling(false)
 	if !c.outAt.IsZero() {
 		// The inner transport panicked: the send is answered by nothing.
-		c.local.limiter.release(c.outAt, c.outLevel)
+		c.local.limiter.release(c.outAt, c.outLevel, -1)
 		c.outAt = time.Time{}
 	}
 }
@@ -205,7 +205,10 @@ type call struct {
 	// and not yet accounted for to the limiter; zero outAt: none
 	outAt    time.Time
 	outLevel int64
-	scope    string
+	// room is what the current send's answer published of its scope's
+	// quota: the sends it takes before the reset; -1: nothing
+	room  int64
+	scope string
 	// named is the limit the server named that the call's sends are
 	// admitted in, within scope (named.go); "": scope itself
 	named string
@@ -288,7 +291,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 				c.done(nil, 0, sent, false, false)
 				c.releaseSlot(nil)
 				c.outAt = time.Time{}
-				c.local.limiter.release(sent, 0) // level 0: unsent, it teaches the cap nothing
+				c.local.limiter.release(sent, 0, -1) // level 0: unsent, it teaches the cap nothing
 				return nil, de
 			}
 		}
@@ -326,7 +329,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 
 		if (v.Class == Deliver || v.Class == Terminal) && !c.transport.heard {
 			c.outAt = time.Time{}
-			c.local.limiter.release(sent, level)
+			c.local.limiter.release(sent, level, c.room)
 			return resp, err // nobody to tell: no decision to make up
 		}
 		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
@@ -338,7 +341,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		if v.Class == Deliver || v.Class == Terminal {
 			c.outAt = time.Time{}
-			c.local.limiter.release(sent, level)
+			c.local.limiter.release(sent, level, c.room)
 			d.kind = EventDelivered
 			c.decide(levelFor(v.Class), &d)
 			return resp, err
@@ -367,9 +370,9 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && c.holdIn != "" {
 			// A named limit's throttle (named.go): the scope's pace and
 			// cap are not its.
-			c.local.limiter.release(sent, 0)
+			c.local.limiter.release(sent, 0, -1)
 		} else {
-			capped = c.local.limiter.answered(now, sent, level, v.Class == Throttled, hint)
+			capped = c.local.limiter.answered(now, sent, level, v.Class == Throttled, hint, c.room)
 		}
 		if capped && p.maxAttempts > 1 && c.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not
