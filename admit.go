@@ -195,6 +195,11 @@ const maxGateSpread = 20 * time.Millisecond
 // nothing; the clock is read when it does.
 func (c *call) done(resp *http.Response, m marks, now time.Time, served, last bool) {
 	c.room = -1
+	if resp != nil && m&markRoom != 0 {
+		if r, ok := bucketRoom(resp.Header); ok {
+			c.room = r // a published quota's, if any, reads over it
+		}
+	}
 	if !c.taken {
 		return
 	}

@@ -14,7 +14,8 @@
 //   - classification: classify.go, classify_error.go, forbidden.go,
 //     awsthrottle.go, bodyhint.go, success.go, peek.go, discard.go;
 //   - hints: hint.go, httpdate.go, quota.go, dimensions.go, marks.go,
-//     named.go (limits a server names, kept apart in the gate);
+//     room.go (a bucket's fill), named.go (limits a server names, kept
+//     apart in the gate);
 //   - the deadline: internal/rules/deadline.go, deferred.go (a wait that
 //     does not fit the time left returns a *DeferredError at once);
 //   - budget.go, log.go, observe.go; routes.go and policy.go pick the
@@ -27,12 +28,12 @@
 // anthropic-ratelimit-* and x-ratelimit-*-tokens (OpenAI, Azure OpenAI,
 // Groq); the limit a server names (GitHub's x-ratelimit-resource,
 // Discord's X-RateLimit-Bucket, -Scope and -Global); Stripe-Should-Retry,
-// x-should-retry, Age. In a refusal's body: Google's RetryInfo, QuotaFailure
+// x-should-retry, Age; Shopify REST's X-Shopify-Shop-Api-Call-Limit, as
+// room for the pace. In a refusal's body: Google's RetryInfo, QuotaFailure
 // and ErrorInfo (Gemini, Vertex AI), Discord's retry_after, OpenAI's
 // insufficient_quota, a problem+json quota-exceeded, GitHub's secondary
 // limit, Salesforce's REQUEST_LIMIT_EXCEEDED, AWS's throttling codes; in a
 // 2xx, with Policy.PeekSuccess, a GraphQL throttle (Shopify, GitHub) or a
 // stream opening with an error (Anthropic, OpenAI). Knowingly not read, for
-// want of a time to wait for: X-Shopify-Shop-Api-Call-Limit,
-// Sforce-Limit-Info, x-ms-ratelimit-remaining-*.
+// want of a time to wait for: Sforce-Limit-Info, x-ms-ratelimit-remaining-*.
 package heed

@@ -14,6 +14,7 @@ const (
 	markShouldRetry                   // Stripe-Should-Retry or X-Should-Retry
 	markAge                           // Age: a cache served it
 	markNamed                         // a field that names the server's limit (named.go)
+	markRoom                          // a leaky bucket's fill (room.go)
 )
 
 // markHeader returns the marks of h: a field set to a nil value is not
@@ -38,6 +39,9 @@ func markHeader(h http.Header) marks {
 			h["X-Ratelimit-Global"] != nil || h["X-Ratelimit-Scope"] != nil {
 			m |= markNamed
 		}
+		if h[roomField] != nil {
+			m |= markRoom
+		}
 		return m
 	}
 	for k, v := range h {
@@ -54,6 +58,8 @@ func markHeader(h http.Header) marks {
 			m |= markAge
 		case "X-Ratelimit-Resource", "X-Ratelimit-Bucket", "X-Ratelimit-Global", "X-Ratelimit-Scope":
 			m |= markNamed
+		case roomField:
+			m |= markRoom
 		}
 	}
 	return m

@@ -21,9 +21,10 @@ func TestMarksSmallAndLarge(t *testing.T) {
 		"X-Rate-Limit-Remaining": markQuota, "X-Ratelimit-Remaining-Requests": markQuota,
 		"Anthropic-Ratelimit-Requests-Remaining": markQuota,
 		"Stripe-Should-Retry":                    markShouldRetry, "X-Should-Retry": markShouldRetry,
-		"Age": markAge, "": 0,
+		"Age": markAge, "X-Shopify-Shop-Api-Call-Limit": markRoom, "": 0,
 		// Near misses: no mark.
 		"Ratelimit-Policy": 0, "X-Ratelimit-Limit": 0, "Anthropic-Ratelimit-Tokens-Limit": 0, "Should-Retry": 0, "Ag": 0,
+		"X-Shopify-Shop-Api-Call": 0, "Shopify-Shop-Api-Call-Limit": 0,
 	}
 	for field, want := range fields {
 		for _, others := range []int{0, 3, 7, 8, 20} {

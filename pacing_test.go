@@ -41,6 +41,9 @@ type limitServer struct {
 	latency time.Duration
 	hint    func(time.Duration) http.Header // the refusal's headers for a wait
 	door    bool                            // refusals are answered at once, not after latency
+	// publish, if set, gives the headers of every answer, served or
+	// refused, as the limiter stands once it decided
+	publish func() http.Header
 
 	mu       sync.Mutex
 	refusals []refusal // the refusals delivered
@@ -75,14 +78,20 @@ func (s *limitServer) RoundTrip(r *http.Request) (*http.Response, error) {
 			s.after++
 		}
 	}
+	h := http.Header{}
+	if s.publish != nil {
+		h = s.publish()
+	}
 	s.mu.Unlock()
 	if ok || !s.door {
 		time.Sleep(s.latency)
 	}
-	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}
+	resp := &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(strings.NewReader("ok")), Request: r}
 	if !ok {
 		resp.StatusCode = http.StatusTooManyRequests
-		resp.Header = s.hint(wait)
+		for k, v := range s.hint(wait) {
+			h[k] = v
+		}
 		// The client has the refusal from now on: nothing may arrive
 		// before the time it gave.
 		now := time.Now()

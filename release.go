@@ -215,8 +215,9 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 // the sends still in flight, when the throttle that set the pace
 // published the same quota spent: the server says how many more sends it
 // takes now, which is better evidence than a probe. Room to spare lifts
-// the rate, little room eases it, by headroomGain a second, and either way the climb
-// along the cubic starts again from here, so that a server that keeps
+// the rate, little room eases it (not below what was served in the last
+// second), by headroomGain a second, and either way the climb along the
+// cubic starts again from here, so that a server that keeps
 // publishing room is paced by it rather than probed past it into a refusal
 // and a hold of a second: against a sliding window, whose published room
 // is what its weighted count leaves, the pace settles where a send or two
@@ -229,7 +230,10 @@ func (a *adaptive) headroom(now time.Time, room int64) {
 	case room >= headroomLift:
 		rate *= step
 	case room <= headroomEase:
-		rate /= step
+		// Not below what the server served in the last second, unless
+		// the rate is there already: a bucket kept full publishes no room
+		// at the very rate it drains at.
+		rate = math.Max(rate/step, math.Min(rate, a.servedIn(now.Add(-time.Second), now)))
 	}
 	r.fitted, r.fitAt, r.fitRate = true, now, math.Max(rate, adaptiveMinRate)
 	a.setRate(r.fitRate)
