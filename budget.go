@@ -70,10 +70,15 @@ func newRetryBudget(b Budget) *retryBudget {
 	return &retryBudget{ratio: ratio, reserve: float64(perSec) * window.Seconds(), slot: slot}
 }
 
-// reset forgets every attempt counted: the ring's newest slot is set so
-// far back that the next attempt's advance clears every slot. Nothing else
-// uses the budget meanwhile (scopeLocal.reset).
-func (b *retryBudget) reset() { b.start.Store(0) }
+// reset forgets every attempt counted: every slot is emptied, and the
+// ring starts afresh at the next attempt (advance). Nothing else uses the
+// budget meanwhile (scopeLocal.reset), so it is cleared as memory, not
+// slot by slot.
+func (b *retryBudget) reset() {
+	b.firsts = [budgetSlots]atomic.Int64{}
+	b.retries = [budgetSlots]int64{}
+	b.start.Store(0)
+}
 
 // window is how long the budget counts attempts.
 func (b *retryBudget) window() time.Duration { return b.slot * budgetSlots }
@@ -83,6 +88,12 @@ func (b *retryBudget) window() time.Duration { return b.slot * budgetSlots }
 func (b *retryBudget) advance(now int64) int {
 	idx := now / int64(b.slot)
 	start := b.start.Load()
+	if start == 0 {
+		// A budget new or reset: every slot is empty already. (A mono
+		// count is near 2^62, so no slot index is 0.)
+		b.start.Store(idx)
+		return slotOf(idx)
+	}
 	if gap := idx - start; gap > 0 {
 		for i := int64(1); i <= min(gap, budgetSlots); i++ {
 			j := (start + i) % budgetSlots

@@ -152,6 +152,9 @@ func (g *memGate) unsent(scope string, now time.Time) {
 // keeps reports whether the gate has state for scope at now: a hold, a
 // quota, or a send in flight.
 func (g *memGate) keeps(scope string, now time.Time) bool {
+	if g.size.Load() == 0 {
+		return false // a gate that keeps no scope at all, without the lock
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.scopes[scope]

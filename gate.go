@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heed-go/heed/internal/rules"
@@ -64,6 +65,7 @@ func (f gateOptionFunc) applyGate(g *memGate) { f(g) }
 type memGate struct {
 	mu     sync.Mutex
 	scopes map[string]*scopeState
+	size   atomic.Int64  // len(scopes), read without the lock (keeps)
 	order  sweep         // of scopes, to forget the idle (sweep.go)
 	spare  []*scopeState // forgotten scopes, to be others' (at most gateKeep)
 	infer  bool          // learn window capacities (WithInferredQuota)
@@ -292,6 +294,7 @@ func (g *memGate) state(scope string, now time.Time) *scopeState {
 	}
 	g.scopes[scope] = s
 	g.order.push(scope)
+	g.size.Store(int64(len(g.scopes)))
 	return s
 }
 

@@ -18,7 +18,12 @@ import (
 type scopeLocal struct {
 	limiter adaptive
 	budgets map[*policy]*retryBudget
-	known   map[*policy]*known // the Limit of each policy that has one
+	// budgetList holds the budgets too, to range over without a map's
+	// iterator, and budgetKeep the longest of their windows. Both, and
+	// the map, outlive a reset: the budgets are emptied, not dropped.
+	budgetList []*retryBudget
+	budgetKeep time.Duration
+	known      map[*policy]*known // the Limit of each policy that has one
 	// The first policy used in the scope, with its budget and limit:
 	// what most scopes, used by one policy, find without a map.
 	firstPolicy *policy
@@ -135,7 +140,10 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 		sl.known[p] = newKnown(p.limit)
 	}
 	if !p.budget.Disabled && sl.budgets[p] == nil {
-		sl.budgets[p] = newRetryBudget(p.budget)
+		b := newRetryBudget(p.budget)
+		sl.budgets[p] = b
+		sl.budgetList = append(sl.budgetList, b)
+		sl.budgetKeep = max(sl.budgetKeep, b.window())
 	}
 	b, k, _ := sl.of(p)
 	if sl.firstPolicy == nil {
@@ -168,11 +176,10 @@ func (sl *scopeLocal) of(p *policy) (*retryBudget, *known, bool) {
 // retry budgets, emptied. Nothing else holds it: it was quiet when
 // forgotten.
 func (sl *scopeLocal) reset() {
-	budgets := sl.budgets
-	for _, b := range budgets {
+	for _, b := range sl.budgetList {
 		b.reset()
 	}
-	*sl = scopeLocal{budgets: budgets}
+	*sl = scopeLocal{budgets: sl.budgets, budgetList: sl.budgetList, budgetKeep: sl.budgetKeep}
 }
 
 // leave counts a user done with the scope.
@@ -192,14 +199,9 @@ func (sl *scopeLocal) quiet(now time.Time) bool {
 	if sl.bypass.taken() || sl.users.Load() != 0 || sl.heldUntil.load().After(now) || sl.quotaUntil.Load() > n {
 		return false
 	}
-	keep := wireCheckFor
+	keep := max(wireCheckFor, sl.budgetKeep)
 	if sl.limiter.active.Load() || sl.limiter.ceil.on.Load() {
-		keep = rules.PaceKeep
-	}
-	for _, b := range sl.budgets {
-		if b != nil {
-			keep = max(keep, b.window())
-		}
+		keep = max(rules.PaceKeep, sl.budgetKeep)
 	}
 	if at := sl.stateAt.Load(); at != 0 && n-at < int64(keep) {
 		return false

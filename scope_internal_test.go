@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -146,6 +147,74 @@ func TestPanicTellsTheGate(t *testing.T) {
 			tr.scopesMu.RLock()
 			defer tr.scopesMu.RUnlock()
 			assert.Zero(t, tr.scopes["panics.test"].users.Load(), "nothing uses the scope")
+		})
+	}
+}
+
+// TestForgottenScopesBudget: a scope that retried is kept while its retry
+// budget still counts its attempts (a window longer than the wire check's
+// minute included), and a forgotten scope made another's hands that one a
+// budget with nothing counted: the first attempts of the ones forgotten do
+// not buy retries for the next.
+func TestForgottenScopesBudget(t *testing.T) {
+	tests := []struct {
+		name   string
+		window time.Duration
+		after  time.Duration // how long after the watched scope's last answer the others come
+		kept   bool
+	}{
+		{"within the budget's window of 2 minutes", 2 * time.Minute, 90 * time.Second, true},
+		{"past the budget's window of 2 minutes", 2 * time.Minute, 121 * time.Second, false},
+		{"past the wire check's minute, the default window", 0, 61 * time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var sent sync.Map // host → attempts
+				rt := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+					n, _ := sent.LoadOrStore(r.URL.Host, new(atomic.Int64))
+					n.(*atomic.Int64).Add(1)
+					status, h := http.StatusOK, http.Header{}
+					if strings.HasPrefix(r.URL.Host, "refused") {
+						status = http.StatusServiceUnavailable
+						h.Set("Retry-After", "1")
+					}
+					return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+				})
+				// Retries up to the first attempts in the window, and none beside.
+				budget := Budget{Ratio: 1, MinPerSecond: -1, Window: tt.window}
+				tr := New(rt, WithPolicy(Policy{MaxAttempts: 4, Budget: budget}))
+				for i := range 2 * quietKept {
+					for range 4 { // first attempts, a budget for retries, in scopes soon forgotten
+						get(t, tr, "busy"+strconv.Itoa(i)+".test", false)
+					}
+				}
+				get(t, tr, "refused1.test", false) // one first attempt: one retry, then the budget refuses
+				tr.scopesMu.RLock()
+				watched := tr.scopes["refused1.test"]
+				tr.scopesMu.RUnlock()
+				require.NotNil(t, watched)
+				time.Sleep(tt.after)
+				for i := range 3 * quietKept {
+					get(t, tr, "h"+strconv.Itoa(i)+".test", false)
+				}
+				tr.scopesMu.RLock()
+				kept := tr.scopes["refused1.test"]
+				tr.scopesMu.RUnlock()
+				if tt.kept {
+					assert.Same(t, watched, kept, "kept while its budget counts")
+				} else {
+					assert.Nil(t, kept, "forgotten once its budget's window is over")
+				}
+				// A new scope that always refuses has one first attempt
+				// to its name, so one retry, in a scope made of a
+				// forgotten one.
+				get(t, tr, "refused2.test", false)
+				for _, host := range []string{"refused1.test", "refused2.test"} {
+					n, _ := sent.Load(host)
+					assert.Equal(t, int64(2), n.(*atomic.Int64).Load(), "%s: a first attempt and the one retry it buys", host)
+				}
+			})
 		})
 	}
 }
