@@ -179,7 +179,9 @@ func (sl *scopeLocal) reset() {
 	for _, b := range sl.budgetList {
 		b.reset()
 	}
-	*sl = scopeLocal{budgets: sl.budgets, budgetList: sl.budgetList, budgetKeep: sl.budgetKeep}
+	budgets, list, keep := sl.budgets, sl.budgetList, sl.budgetKeep
+	*sl = scopeLocal{} // cleared in place: a literal with fields is built aside and copied
+	sl.budgets, sl.budgetList, sl.budgetKeep = budgets, list, keep
 }
 
 // leave counts a user done with the scope.
