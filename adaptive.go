@@ -110,20 +110,22 @@ func (a *adaptive) sent(now time.Time) int64 {
 
 // sentAt is sent, with now's mono count; rose reports that the send took
 // the scope's peak to a new high, of two or more: a herd forming, whose
-// send may need a connection of its own.
+// send may need a connection of its own. The peak is read before the send
+// is counted, so that no such send is missed while others of the herd
+// raise the peak meanwhile: one that is not a new high may be told it is,
+// which costs it a check, never the reverse.
 func (a *adaptive) sentAt(now time.Time, at int64) (level int64, rose bool) {
+	before := a.peak.Load()
 	level, gone := a.flight.add()
+	rose = level > 1 && level > before
 	a.measure(now, at, gone)
 	if !a.sends.Load() {
 		a.sends.Store(true)
 	}
 	for {
 		peak := a.peak.Load()
-		if level <= peak {
-			return level, false
-		}
-		if a.peak.CompareAndSwap(peak, level) {
-			return level, level > 1
+		if level <= peak || a.peak.CompareAndSwap(peak, level) {
+			return level, rose
 		}
 	}
 }

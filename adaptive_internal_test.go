@@ -267,13 +267,14 @@ func TestReleaseSteersByPublishedRoom(t *testing.T) {
 				time.Sleep(time.Second)
 				// The reopen's first send starts the episode; five more go
 				// with it, past the burst of 4: the release paces them.
-				require.Zero(t, a.waitAndSend(time.Now()))
+				reopen := time.Now()
+				require.Zero(t, a.waitAndSend(reopen))
 				for range 5 {
-					a.sent(time.Now())
+					a.sent(reopen)
 				}
 				time.Sleep(50 * time.Millisecond)
 				for range 5 {
-					a.release(time.Now(), 1, -1) // served, publishing nothing: the probe's
+					a.release(reopen, 1, -1) // served, publishing nothing: the probe's
 				}
 				require.Equal(t, int64(1), a.flight.load(), "one send left in flight")
 				before := a.fillRate
@@ -296,4 +297,131 @@ func TestReleaseSteersByPublishedRoom(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestHeadroomReadsTheRoomAsOfItsSend: an answer's room is the server's
+// as it took the send. The sends that went after it, served or in flight,
+// take from it; the limit's drain meanwhile, taken to be what was served
+// in the second before the send, gives back. Easing stops at that drain,
+// so that answers slower than a second do not ease a scope kept full at
+// its drain below it, and a burst let go at a reopen sees its room spent.
+func TestHeadroomReadsTheRoomAsOfItsSend(t *testing.T) {
+	const rate = 4.0
+	lifted, eased := rate*(1+headroomGain/rate), rate/(1+headroomGain/rate)
+	tests := []struct {
+		name   string
+		age    time.Duration // from the send to its answer
+		room   int64
+		others int64 // sends in flight
+		before int   // sends served in the second before the send
+		after  int   // sends that went after it, served already
+		want   float64
+	}{
+		{"room of two, in flight what the drain gave back: held", 2 * time.Second, 2, 8, 4, 0, rate},
+		{"room of five, in flight what the drain gave back: lifted", 2 * time.Second, 5, 8, 4, 0, lifted},
+		{"room of five, in flight and served what the drain gave back: lifted", 2 * time.Second, 5, 4, 4, 4, lifted},
+		{"room of five, three sends beyond the drain: held", 2 * time.Second, 5, 11, 4, 0, rate},
+		{"room of five, three served beyond the drain: held", 2 * time.Second, 5, 8, 4, 3, rate},
+		{"room of two, seven beyond the drain: eased", 2 * time.Second, 2, 11, 2, 0, eased},
+		{"a burst at a reopen, nothing served before it: eased", 50 * time.Millisecond, 8, 10, 0, 0, eased},
+		{"no room, answered at once: eased", 0, 0, 0, 0, 0, eased},
+		{"no room, the rate served before the send: held at the drain", 2 * time.Second, 0, 8, 4, 0, rate},
+		{"no room, half the rate served before the send: eased by a step", 2 * time.Second, 0, 8, 2, 0, eased},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				a.peak.Store(2) // a herd's: served sends are recorded
+				time.Sleep(2 * time.Second)
+				now := time.Now()
+				sent := now.Add(-tt.age)
+				a.served(sent.Add(-1500 * time.Millisecond)) // out of the second: not counted
+				for i := range tt.before {
+					a.served(sent.Add(-time.Duration(i+1) * 200 * time.Millisecond))
+				}
+				a.served(sent) // the send answered
+				for i := range tt.after {
+					a.served(sent.Add(time.Duration(i+1) * tt.age / time.Duration(tt.after+1)))
+				}
+				a.setRate(rate)
+				a.headroom(now, sent, tt.room, tt.others)
+				assert.InDelta(t, tt.want, a.fillRate, 1e-9)
+			})
+		})
+	}
+}
+
+// TestSendsRiseAsAHerdForms: a send that takes its scope's sends in
+// flight to a new high, of two or more, is told so (a herd forming, whose
+// send may dial); a lone send, and a send at or below the high, is not.
+func TestSendsRiseAsAHerdForms(t *testing.T) {
+	var a adaptive
+	now := time.Now()
+	steps := []struct {
+		answer bool // answer one send rather than send one
+		level  int64
+		rose   bool
+	}{
+		{false, 1, false}, // a lone send
+		{true, 0, false},
+		{false, 1, false},
+		{false, 2, true}, // a herd forming
+		{false, 3, true},
+		{true, 0, false},
+		{false, 3, false}, // back to the high, not past it
+		{false, 4, true},
+	}
+	for i, s := range steps {
+		if s.answer {
+			a.flight.sub()
+			continue
+		}
+		level, rose := a.sentAt(now, mono(now))
+		assert.Equal(t, s.level, level, "step %d", i)
+		assert.Equal(t, s.rose, rose, "step %d", i)
+	}
+}
+
+// TestFormingSendCheckedWhilePeaksCross: of two sends that take a scope's
+// sends in flight to 2 and then 3, the first may reach the peak after the
+// second raised it (its measure waits on the limiter's lock, taken for
+// the first send of each half second). It still took the sends in flight
+// to a new high and is told so.
+func TestFormingSendCheckedWhilePeaksCross(t *testing.T) {
+	var a adaptive
+	now := time.Now()
+	half := int64(time.Second / adaptiveBucket)
+	boundary := now.Add(time.Duration((mono(now)/half+1)*half - mono(now)))
+	t0 := boundary.Add(-time.Millisecond)
+	level, rose := a.sentAt(t0, mono(t0)) // a lone send so far
+	require.Equal(t, int64(1), level)
+	require.False(t, rose)
+
+	// The second is stamped past the half second: its measure closes the
+	// bucket under the lock, held meanwhile by another.
+	a.mu.Lock()
+	type result struct {
+		level int64
+		rose  bool
+	}
+	second := make(chan result)
+	t1 := boundary.Add(time.Microsecond)
+	go func() {
+		l, r := a.sentAt(t1, mono(t1))
+		second <- result{l, r}
+	}()
+	require.Eventually(t, func() bool { return a.flight.load() >= 2 }, time.Second, time.Microsecond)
+	// The third, stamped a moment before the half second, measures
+	// without the lock and raises the peak first.
+	t2 := boundary.Add(-time.Microsecond)
+	level3, rose3 := a.sentAt(t2, mono(t2))
+	a.mu.Unlock()
+	r2 := <-second
+
+	assert.Equal(t, int64(2), r2.level)
+	assert.True(t, r2.rose, "the second send took the sends in flight to a new high")
+	assert.Equal(t, int64(3), level3)
+	assert.True(t, rose3)
+	assert.Equal(t, int64(3), a.peak.Load())
 }

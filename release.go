@@ -145,7 +145,11 @@ func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 		r.served[len(r.served)-1] = sent
 	}
 	if r.quoted && room >= 0 && !r.firstEp {
-		a.headroom(now, room-others)
+		if r.epServed > r.burst {
+			// Past the burst: the burst's answers tell of the burst let
+			// go at once, not of the pace.
+			a.headroom(now, sent, room, others)
+		}
 		return
 	}
 	if r.fitted {
@@ -211,29 +215,39 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	r.reopen, r.epRefused = reopen, cut
 }
 
-// headroom steers the rate by the room a served answer published, beyond
-// the sends still in flight, when the throttle that set the pace
-// published the same quota spent: the server says how many more sends it
-// takes now, which is better evidence than a probe. Room to spare lifts
-// the rate, little room eases it (not below what was served in the last
-// second), by headroomGain a second, and either way the climb along the
-// cubic starts again from here, so that a server that keeps
-// publishing room is paced by it rather than probed past it into a refusal
-// and a hold of a second: against a sliding window, whose published room
-// is what its weighted count leaves, the pace settles where a send or two
-// of room is left.
-func (a *adaptive) headroom(now time.Time, room int64) {
+// headroom steers the rate by the room a served answer, sent at sent,
+// published, when the throttle that set the pace published the same quota
+// spent: the server says how many more sends it takes, which is better
+// evidence than a probe. Room to spare lifts the rate, little room eases
+// it, by headroomGain a second, and either way the climb along the cubic
+// starts again from here, so that a server that keeps publishing room is
+// paced by it rather than probed past it into a refusal and a hold of a
+// second: against a sliding window, whose published room is what its
+// weighted count leaves, the pace settles where a send or two of room is
+// left.
+//
+// The room is the server's as it took the send. Since then this
+// Transport's sends that went after it, served or still in flight, took
+// from it, and the limit gave back what it drains, taken to be what it
+// served in the second before the send, at most the rate: however slow
+// the answers, a scope paced at its drain sees the room it has, and a
+// burst let go at a reopen, served less than its sends, sees it spent.
+// Easing stops at that drain, or at what was served in the last second
+// if more, unless the rate is there already: a bucket kept full publishes
+// no room at the very rate it drains at.
+func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	r := &a.rel
 	rate := a.fillRate
+	drain := math.Min(rate, a.servedIn(sent.Add(-time.Second), sent))
+	floor := math.Max(drain, math.Min(rate, a.servedIn(now.Add(-time.Second), now)))
+	since := math.Max(a.servedIn(sent, now.Add(1))-1, 0) + float64(others) // less the send answered
+	room -= int64(math.Max(math.Ceil(since-drain*now.Sub(sent).Seconds()), 0))
 	step := 1 + headroomGain/math.Max(rate, 1) // one answer's share of a second's
 	switch {
 	case room >= headroomLift:
 		rate *= step
 	case room <= headroomEase:
-		// Not below what the server served in the last second, unless
-		// the rate is there already: a bucket kept full publishes no room
-		// at the very rate it drains at.
-		rate = math.Max(rate/step, math.Min(rate, a.servedIn(now.Add(-time.Second), now)))
+		rate = math.Max(rate/step, floor)
 	}
 	r.fitted, r.fitAt, r.fitRate = true, now, math.Max(rate, adaptiveMinRate)
 	a.setRate(r.fitRate)
