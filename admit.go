@@ -188,14 +188,15 @@ const maxGateSpread = 20 * time.Millisecond
 
 // done tells a QuotaGate that the send it admitted was answered, with the
 // quota the response published (m are its header's marks), and whether it
-// was served (answered, not throttled). A response served by a cache (one with an Age header)
-// publishes nothing, as the RateLimit fields draft says.
+// was served (answered, not throttled). A response served by a cache (one
+// with an Age header) publishes nothing, quota or room, as the RateLimit
+// fields draft says.
 //
 // now is the time the send went, which serves when the response publishes
 // nothing; the clock is read when it does.
 func (c *call) done(resp *http.Response, m marks, now time.Time, served, last bool) {
 	c.room = -1
-	if resp != nil && m&markRoom != 0 {
+	if resp != nil && m&(markRoom|markAge) == markRoom {
 		if r, ok := bucketRoom(resp.Header); ok {
 			c.room = r // a published quota's, if any, reads over it
 		}

@@ -77,7 +77,8 @@ func FuzzBucketRoom(f *testing.F) {
 
 // TestAnswerCarriesBucketRoom: an answer's leaky bucket fill reaches the
 // limiter as the room it leaves, whatever the gate keeps; an answer
-// without one, or with one that is not read, carries none.
+// without one, with one that is not read, or served by a cache (an Age:
+// its fill is as stale as its quota), carries none.
 func TestAnswerCarriesBucketRoom(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -88,6 +89,8 @@ func TestAnswerCarriesBucketRoom(t *testing.T) {
 		{"a full bucket", http.Header{roomField: {"40/40"}}, 0},
 		{"none", http.Header{}, -1},
 		{"one not read", http.Header{roomField: {"40"}}, -1},
+		{"a fill served by a cache", http.Header{roomField: {"0/40"}, "Age": {"30"}}, -1},
+		{"a quota served by a cache", http.Header{"X-Ratelimit-Remaining": {"40"}, "X-Ratelimit-Reset": {"1"}, "Age": {"30"}}, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
