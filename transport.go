@@ -284,6 +284,11 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			send, again = counted(send)
 		}
 		resp, err := c.transport.next.RoundTrip(send)
+		if resp != nil && resp.Request == send && send != out {
+			// The answer is to the request heed sent, not to the copy
+			// whose context carried the checks and ends with its body.
+			resp.Request = out
+		}
 		if check != nil {
 			var de *DeferredError
 			if resp, de = check.finish(resp, err); de != nil {

@@ -3,11 +3,13 @@ package heed_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -327,6 +329,56 @@ func TestNoSendWrittenInsideAHoldLearnedElsewhere(t *testing.T) {
 				assert.False(t, written.Before(holdEnd), "written %v before the hold's end", holdEnd.Sub(written))
 				assert.Less(t, written.Sub(holdEnd), 50*time.Millisecond, "written once the hold ended, not later")
 			})
+		})
+	}
+}
+
+// TestAnswerCarriesTheRequestSent: an answer's Request is the request heed
+// sent, as the bare transport's is, not the copy whose context carried
+// heed's checks to the wire (a herd forming) or its observer's count of
+// connections, which heed ends when the body is closed.
+func TestAnswerCarriesTheRequestSent(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []heed.Option
+	}{
+		{"no observer", nil},
+		{"an observer", []heed.Option{heed.WithObserver(func(heed.Event) {})}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inA := make(chan struct{})
+			release := make(chan struct{})
+			inner := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if r.URL.Path == "/a" {
+					close(inA)
+					<-release // in flight while /b goes: a herd forming
+				}
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+			})
+			tr := heed.New(inner, tt.opts...)
+			reqA, err := http.NewRequestWithContext(t.Context(), "GET", "http://calm.test/a", nil)
+			require.NoError(t, err)
+			var wg sync.WaitGroup
+			var respA *http.Response
+			wg.Go(func() {
+				var err error
+				respA, err = tr.RoundTrip(reqA)
+				assert.NoError(t, err)
+			})
+			<-inA
+			reqB, err := http.NewRequestWithContext(t.Context(), "GET", "http://calm.test/b", nil)
+			require.NoError(t, err)
+			respB, err := tr.RoundTrip(reqB) // the herd's second send: checked at the wire
+			require.NoError(t, err)
+			close(release)
+			wg.Wait()
+			require.NotNil(t, respA)
+			require.NoError(t, respA.Body.Close())
+			require.NoError(t, respB.Body.Close())
+			assert.Same(t, reqA, respA.Request, "a lone send's answer")
+			assert.Same(t, reqB, respB.Request, "a forming herd's send's answer")
+			assert.NoError(t, respB.Request.Context().Err(), "its context is the caller's, alive once the body is closed")
 		})
 	}
 }
