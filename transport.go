@@ -284,10 +284,17 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			send, again = counted(send)
 		}
 		resp, err := c.transport.next.RoundTrip(send)
-		if resp != nil && resp.Request == send && send != out {
+		if send != out && resp != nil && resp.Request != nil {
 			// The answer is to the request heed sent, not to the copy
-			// whose context carried the checks and ends with its body.
-			resp.Request = out
+			// whose context carried the checks and ends with its body;
+			// a next that sent a clone of its own keeps its clone, with
+			// the caller's context.
+			switch {
+			case resp.Request == send:
+				resp.Request = out
+			case resp.Request.Context() == send.Context():
+				resp.Request = resp.Request.WithContext(out.Context())
+			}
 		}
 		if check != nil {
 			var de *DeferredError

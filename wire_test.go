@@ -339,11 +339,14 @@ func TestNoSendWrittenInsideAHoldLearnedElsewhere(t *testing.T) {
 // connections, which heed ends when the body is closed.
 func TestAnswerCarriesTheRequestSent(t *testing.T) {
 	tests := []struct {
-		name string
-		opts []heed.Option
+		name  string
+		opts  []heed.Option
+		clone bool // next sends a clone of its own, as oauth2.Transport does
 	}{
-		{"no observer", nil},
-		{"an observer", []heed.Option{heed.WithObserver(func(heed.Event) {})}},
+		{"no observer", nil, false},
+		{"an observer", []heed.Option{heed.WithObserver(func(heed.Event) {})}, false},
+		{"a next that clones", nil, true},
+		{"a next that clones, an observer", []heed.Option{heed.WithObserver(func(heed.Event) {})}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -353,6 +356,10 @@ func TestAnswerCarriesTheRequestSent(t *testing.T) {
 				if r.URL.Path == "/a" {
 					close(inA)
 					<-release // in flight while /b goes: a herd forming
+				}
+				if tt.clone {
+					r = r.Clone(r.Context())
+					r.Header.Set("Authorization", "Bearer t")
 				}
 				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
 			})
@@ -376,9 +383,15 @@ func TestAnswerCarriesTheRequestSent(t *testing.T) {
 			require.NotNil(t, respA)
 			require.NoError(t, respA.Body.Close())
 			require.NoError(t, respB.Body.Close())
-			assert.Same(t, reqA, respA.Request, "a lone send's answer")
-			assert.Same(t, reqB, respB.Request, "a forming herd's send's answer")
-			assert.NoError(t, respB.Request.Context().Err(), "its context is the caller's, alive once the body is closed")
+			if tt.clone {
+				assert.Equal(t, "Bearer t", respB.Request.Header.Get("Authorization"), "next's own clone is kept")
+				assert.Same(t, reqA.Context(), respA.Request.Context(), "a lone send's answer")
+			} else {
+				assert.Same(t, reqA, respA.Request, "a lone send's answer")
+				assert.Same(t, reqB, respB.Request, "a forming herd's send's answer")
+			}
+			assert.Same(t, reqB.Context(), respB.Request.Context(), "a forming herd's send's answer has the caller's context")
+			assert.NoError(t, respB.Request.Context().Err(), "alive once the body is closed")
 		})
 	}
 }
