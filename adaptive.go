@@ -235,6 +235,9 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	if throttled && long {
 		a.longThrottle(now, sent, hint)
 		a.rel.quoted = room == 0
+		if a.rel.quoted {
+			a.rel.spentAt, a.rel.spentServed = sent, 0
+		}
 		return
 	}
 	if !throttled && a.long {

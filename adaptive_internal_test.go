@@ -1,6 +1,7 @@
 package heed
 
 import (
+	"math"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -228,11 +229,44 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 	}
 }
 
+// firstHerd sends served+refused sends at once, and answers them 10 ms on:
+// served served, the rest throttled with a hint of a second, publishing
+// room (-1: none).
+func (a *adaptive) firstHerd(served, refused int, room int64) {
+	sent := time.Now()
+	for range served + refused {
+		a.waitAndSend(sent)
+	}
+	time.Sleep(10 * time.Millisecond)
+	for range served {
+		a.release(sent, 1, -1)
+	}
+	for range refused {
+		a.answered(time.Now(), sent, 0, true, time.Second, room)
+	}
+}
+
+// reopen sends the reopen's first send and n more with it, and answers the
+// n, served, after, publishing room (-1: none). It returns when they went.
+func (a *adaptive) reopen(t *testing.T, n int, after time.Duration, room int64) time.Time {
+	at := time.Now()
+	require.Zero(t, a.waitAndSend(at), "the hold is over")
+	for range n {
+		a.sent(at)
+	}
+	time.Sleep(after)
+	for range n {
+		a.release(at, 1, room)
+	}
+	return at
+}
+
 // TestReleaseSteersByPublishedRoom: once a throttle published its quota
-// spent, the room each served answer publishes, less the sends still in
-// flight, lifts the rate (3 or more), holds it (2) or eases it (1 or none),
-// by headroomGain a second; a throttle whose quota still had room leaves
-// the rate to the probe.
+// spent, against a limit that shows no drain (a window, which gave all its
+// room back over the hold), the room each served answer publishes, less
+// the sends still in flight, lifts the rate (3 or more), holds it (2) or
+// eases it (1 or none), by headroomGain a second; a throttle whose quota
+// still had room leaves the rate to the probe.
 func TestReleaseSteersByPublishedRoom(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -253,29 +287,15 @@ func TestReleaseSteersByPublishedRoom(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a adaptive
-				sent := time.Now()
-				for range 8 {
-					a.waitAndSend(sent)
-				}
-				time.Sleep(10 * time.Millisecond)
-				for range 4 {
-					a.release(sent, 1, -1)
-				}
-				for range 4 {
-					a.answered(time.Now(), sent, 0, true, time.Second, tt.spent)
-				}
+				a.firstHerd(4, 4, tt.spent)
 				time.Sleep(time.Second)
 				// The reopen's first send starts the episode; five more go
 				// with it, past the burst of 4: the release paces them.
-				reopen := time.Now()
-				require.Zero(t, a.waitAndSend(reopen))
-				for range 5 {
-					a.sent(reopen)
-				}
-				time.Sleep(50 * time.Millisecond)
-				for range 5 {
-					a.release(reopen, 1, -1) // served, publishing nothing: the probe's
-				}
+				// Served, publishing room of the whole burst, as a window
+				// does once its hold has given it all back: no drain steers
+				// the pace (TestReleasePacesABucketAtItsDrain).
+				a.reopen(t, 5, 50*time.Millisecond, 3)
+				require.Zero(t, a.rel.drain+a.rel.drainEp, "no drain")
 				require.Equal(t, int64(1), a.flight.load(), "one send left in flight")
 				before := a.fillRate
 				for range tt.other {
@@ -294,6 +314,81 @@ func TestReleaseSteersByPublishedRoom(t *testing.T) {
 				default:
 					assert.False(t, a.rel.quoted, "the room is not the refusing limit's")
 				}
+			})
+		})
+	}
+}
+
+// TestReleasePacesABucketAtItsDrain: a limit that published its quota
+// spent as it refused, and then, past the hold, room beside the sends it
+// served, gave back that room and those sends since it was spent: its
+// drain. The reopen after lets go what the drain gave back since, less
+// the sends that went since, and paces at the drain, steered by the room
+// the answers publish: room beyond two lifts the pace above the drain,
+// room short of it eases it below, to half the drain at most. Room of
+// the whole burst shows a window, which has no drain.
+func TestReleasePacesABucketAtItsDrain(t *testing.T) {
+	tests := []struct {
+		name  string
+		room  int64 // the reopen's last answer's
+		other int64 // sends in flight beside it
+		want  int   // +1 above the drain, 0 at it, -1 below it; 2: no drain
+	}{
+		{"room to spare paces above the drain", 6, 0, 1},
+		{"room of two paces at the drain", 2, 0, 0},
+		{"no room paces below the drain", 0, 0, -1},
+		{"room taken by the sends in flight paces below the drain", 3, 3, -1},
+		{"room of the whole burst shows a window", 15, 0, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				spent := time.Now()
+				a.firstHerd(16, 4, 0) // the quota spent
+				require.True(t, a.rel.quoted)
+				time.Sleep(2 * time.Second)
+				// The reopen lets its burst of 16 go, and one more after
+				// it; they are answered at once, the last publishing room.
+				reopen := a.reopen(t, 16, 10*time.Millisecond, -1)
+				for range tt.other {
+					a.flight.add()
+				}
+				last := reopen.Add(time.Millisecond)
+				a.release(last, 1, tt.room)
+				if tt.want == 2 {
+					assert.Zero(t, a.rel.drainEp, "a window's room tells no drain")
+					return
+				}
+				drain := float64(tt.room+1+16) / last.Sub(spent).Seconds()
+				assert.InDelta(t, drain, a.rel.drainEp, 1e-9, "the room and the sends served since the limit was spent")
+				switch tt.want {
+				case 1:
+					assert.Greater(t, a.fillRate, drain)
+				case 0:
+					assert.InDelta(t, drain, a.fillRate, 1e-9)
+				case -1:
+					assert.Less(t, a.fillRate, drain)
+					assert.GreaterOrEqual(t, a.fillRate, drain/2)
+				}
+				for range tt.other {
+					a.flight.sub()
+				}
+				// Refused again: the next reopen lets go what the drain
+				// gave back since, less the send served since, and paces
+				// at the drain.
+				again := time.Now()
+				a.sent(again)
+				a.sent(again)
+				a.answered(again.Add(time.Millisecond), again, 0, true, time.Second, 0)
+				a.release(again.Add(time.Millisecond), 1, -1) // served, sent just after the refused one
+				require.Zero(t, a.flight.load())
+				time.Sleep(2 * time.Second)
+				at := time.Now()
+				burst := a.capacity
+				a.waitAndSend(at)
+				assert.InDelta(t, math.Min(math.Floor(drain*at.Sub(again).Seconds())-1, burst), a.rel.let, 1e-9, "let go at the reopen")
+				assert.LessOrEqual(t, a.fillRate, drain, "paced at the drain at most")
 			})
 		})
 	}

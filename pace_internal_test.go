@@ -21,7 +21,9 @@ func samplePace() paceState {
 	}
 	p.rel = release{on: true, fitted: true, firstEp: true, window: true, burst: 11, fitRate: 45, fitAt: t0.Add(3 * time.Second),
 		reopen: t0.Add(4 * time.Second), epStart: t0.Add(4 * time.Second), epServed: 20,
-		epRefused: t0.Add(5 * time.Second), step: t0.Add(4500 * time.Millisecond), stepServed: 3}
+		epRefused: t0.Add(5 * time.Second), step: t0.Add(4500 * time.Millisecond), stepServed: 3,
+		quoted: true, spentAt: t0.Add(3500 * time.Millisecond), spentServed: 2, epSpent: t0.Add(1500 * time.Millisecond),
+		drain: 19.5, drainEp: 20.25, let: 37}
 	for i := range 5 {
 		p.rel.served = append(p.rel.served, t0.Add(time.Duration(4000+i*20)*time.Millisecond))
 	}

@@ -39,13 +39,17 @@ type limiter interface {
 type limitServer struct {
 	lim     limiter
 	latency time.Duration
-	hint    func(time.Duration) http.Header // the refusal's headers for a wait
-	door    bool                            // refusals are answered at once, not after latency
+	// latencies, if set, are the answers' in turn, the n-th request's
+	// latencies[n % len], in place of latency
+	latencies []time.Duration
+	hint      func(time.Duration) http.Header // the refusal's headers for a wait
+	door      bool                            // refusals are answered at once, not after latency
 	// publish, if set, gives the headers of every answer, served or
 	// refused, as the limiter stands once it decided
 	publish func() http.Header
 
 	mu       sync.Mutex
+	requests int
 	refusals []refusal // the refusals delivered
 	// after counts the refusals of requests that arrived once the first
 	// refusal had reached the client: those a client that heeds it could
@@ -82,9 +86,14 @@ func (s *limitServer) RoundTrip(r *http.Request) (*http.Response, error) {
 	if s.publish != nil {
 		h = s.publish()
 	}
+	latency := s.latency
+	if len(s.latencies) > 0 {
+		latency = s.latencies[s.requests%len(s.latencies)]
+	}
+	s.requests++
 	s.mu.Unlock()
 	if ok || !s.door {
-		time.Sleep(s.latency)
+		time.Sleep(latency)
 	}
 	resp := &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(strings.NewReader("ok")), Request: r}
 	if !ok {

@@ -58,6 +58,18 @@ type release struct {
 	// room the served answers publish is the room of the limit that
 	// refused, and steers the rate (headroom).
 	quoted bool
+	// spentAt is when the send of the last throttle that published its
+	// quota spent went: the limit's room was 0 then. drainEp is what the
+	// limit gave back a second since, as the room the episode's served
+	// answers published and the sends they took tell it (drained), and
+	// drain the last episode's that told it; 0: not known. let is how
+	// many sends the episode's reopen let go at once.
+	spentAt     time.Time
+	spentServed float64   // served sends that went after spentAt
+	epSpent     time.Time // spentAt as the episode began
+	drain       float64
+	drainEp     float64
+	let         float64
 }
 
 // Release constants.
@@ -86,8 +98,22 @@ const (
 	// least room, beyond the sends in flight, that lifts it, and
 	// headroomEase the most that eases it.
 	headroomGain = 0.4
-	headroomLift = 3
-	headroomEase = 1
+	// drainMinSpan is the shortest span a drain is learned over: the
+	// room a limit publishes is rounded to a send, and a refusal's room
+	// of 0 may be most of one, so over a second a drain is known to a
+	// send a second.
+	drainMinSpan = time.Second
+	// drainMinCount is the fewest sends, room and served, a drain is
+	// learned from: each is known to a send, so from fewer it is known to
+	// no better than a quarter.
+	drainMinCount = 4
+	headroomLift  = 3
+	headroomEase  = 1
+	// headroomRoom is the room a bucket whose drain is known is paced to
+	// keep, and headroomSpan how soon room beyond it, or short of it, is
+	// taken up or made up.
+	headroomRoom = 2
+	headroomSpan = time.Second
 )
 
 // begin starts an episode with the first send after the hold, at now:
@@ -101,17 +127,31 @@ func (a *adaptive) begin(now time.Time) {
 		r.firstEp = false
 		// The first episode's served sends, late answers included, are
 		// the burst the server serves at once. The rate past it starts at
-		// twice what the cycle served.
+		// twice what the cycle served, in place of the throttle's, which
+		// took the sends then in flight as served.
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity = r.burst
 		cycle := math.Max(r.reopen.Sub(r.epStart).Seconds(), releaseMinSpan.Seconds())
-		a.setRate(math.Max(a.fillRate, 2*r.burst/cycle))
+		a.setRate(2 * r.burst / cycle)
+	}
+	// Sends still waiting for a token from before the hold go first, as
+	// part of the burst: the burst, or, where the limit published its
+	// room and was not seen to be a window, what it gave back since it
+	// was spent, less the sends that went since, served or still in
+	// flight, and a send at least. It is then paced at no more than the
+	// drain.
+	r.let = a.capacity
+	if r.drainEp > 0 {
+		r.drain, r.drainEp = r.drainEp, 0
+	}
+	if r.quoted && r.drain > 0 && !r.window {
+		took := r.spentServed + float64(a.flight.load())
+		r.let = math.Min(r.let, math.Max(math.Floor(r.drain*now.Sub(r.spentAt).Seconds())-took, 1))
+		a.setRate(math.Min(a.fillRate, r.drain))
 	}
 	r.epStart, r.epServed, r.epRefused, r.served = now, 0, time.Time{}, r.served[:0]
-	r.step, r.stepServed = now, 0
-	// Sends still waiting for a token from before the hold go first, as
-	// part of the burst.
-	a.granted, a.lastFill = math.Min(a.granted, a.issued)+a.capacity, now
+	r.step, r.stepServed, r.epSpent = now, 0, r.spentAt
+	a.granted, a.lastFill = math.Min(a.granted, a.issued)+r.let, now
 	if r.window {
 		// The window's probe: the first send past the burst goes with it.
 		// Against a window the sooner it is refused, the sooner the next
@@ -131,6 +171,9 @@ func (r *release) begins(now time.Time) bool {
 // quota (-1: none), with others of its sends still in flight.
 func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 	r := &a.rel
+	if r.quoted && sent.After(r.spentAt) {
+		r.spentServed++
+	}
 	if sent.Before(r.epStart) || (!r.epRefused.IsZero() && !sent.Before(r.epRefused)) {
 		return
 	}
@@ -145,7 +188,8 @@ func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 		r.served[len(r.served)-1] = sent
 	}
 	if r.quoted && room >= 0 && !r.firstEp {
-		if r.epServed > r.burst {
+		r.drained(sent, room)
+		if r.epServed > r.let {
 			// Past the burst: the burst's answers tell of the burst let
 			// go at once, not of the pace.
 			a.headroom(now, sent, room, others)
@@ -189,7 +233,13 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity = r.burst
 		a.granted, a.lastFill = a.issued, now
-		a.setRate(2 * longRun)
+		// Until the reopen counts the late answers, the sends still in
+		// flight, or the most the herd had in flight, are taken as
+		// served: a herd's answers race the refusal back, and a rate from
+		// those that won would have the waiting line's sends defer for a
+		// wait the reopen does not keep.
+		herd := math.Max(r.epServed+float64(a.flight.load()), float64(a.peak.Load()))
+		a.setRate(2 * herd / cycle)
 	} else if fit := r.fit(sent); fit > 0 {
 		r.fitted, r.fitAt, r.window = true, now, false
 		r.fitRate = math.Max(releaseMargin*fit, longRun)
@@ -197,7 +247,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		// A bucket is let go half its burst at a reopen: the rest is
 		// slack for sends that arrive closer together than they went.
 		a.capacity = math.Max(r.burst/2, 1)
-	} else if r.epServed < a.capacity {
+	} else if r.epServed < r.let {
 		// Refused within the burst: the server took less at this reopen
 		// than at the first, and is let go no more at the next.
 		a.capacity = math.Max(r.epServed, 1)
@@ -208,7 +258,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		// reopen, but not below what the cycle served. Refused at that
 		// floor, it is a window: a bucket refills at least what the cycle
 		// served, so one send past its burst goes through at that pace.
-		r.window = a.fillRate <= releaseWindowSlack*longRun
+		r.window = r.drain == 0 && r.drainEp == 0 && a.fillRate <= releaseWindowSlack*longRun
 		a.setRate(math.Max(a.fillRate/2, longRun))
 		a.capacity = math.Min(2*a.capacity, r.burst)
 	}
@@ -224,12 +274,16 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 // paced by it rather than probed past it into a refusal and a hold of a
 // second: against a sliding window, whose published room is what its
 // weighted count leaves, the pace settles where a send or two of room is
-// left.
+// left. A limit whose drain is known (drained), and not seen to be a
+// window, is paced at its drain and the room beyond headroomRoom taken up
+// over headroomSpan, not below half the drain: it gives back at a steady
+// rate, which the pace need not find by steps.
 //
 // The room is the server's as it took the send. Since then this
 // Transport's sends that went after it, served or still in flight, took
-// from it, and the limit gave back what it drains, taken to be what it
-// served in the second before the send, at most the rate: however slow
+// from it, and the limit gave back what it drains, the drain known, or
+// else what it served in the second before the send, at most the rate:
+// however slow
 // the answers, a scope paced at its drain sees the room it has, and a
 // burst let go at a reopen, served less than its sends, sees it spent.
 // Easing stops at that drain, or at what was served in the last second
@@ -238,12 +292,22 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	r := &a.rel
 	rate := a.fillRate
+	known := r.drainEp
+	if known == 0 {
+		known = r.drain
+	}
+	bucket := known > 0 && !r.window
 	drain := math.Min(rate, a.servedIn(sent.Add(-time.Second), sent))
+	if bucket {
+		drain = known
+	}
 	floor := math.Max(drain, math.Min(rate, a.servedIn(now.Add(-time.Second), now)))
 	since := math.Max(a.servedIn(sent, now.Add(1))-1, 0) + float64(others) // less the send answered
 	room -= int64(math.Max(math.Ceil(since-drain*now.Sub(sent).Seconds()), 0))
 	step := 1 + headroomGain/math.Max(rate, 1) // one answer's share of a second's
 	switch {
+	case bucket:
+		rate = math.Max(known+float64(room-headroomRoom)/headroomSpan.Seconds(), known/2)
 	case room >= headroomLift:
 		rate *= step
 	case room <= headroomEase:
@@ -251,6 +315,42 @@ func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	}
 	r.fitted, r.fitAt, r.fitRate = true, now, math.Max(rate, adaptiveMinRate)
 	a.setRate(r.fitRate)
+}
+
+// drained learns the limit's drain from a served answer of the episode,
+// sent at sent, that published room: since the limit was spent, at
+// epSpent, it gave back that room, and a send for this one and for each
+// of the episode's served sends that went before it. Sends made before
+// the episode, served after the limit was spent, are not counted, nor are
+// other Transports' that do not share the pace, nor sends whose answers
+// are still to come, nor those that went at the same instant, which the
+// server may have taken after this one: each answer's drain is, if
+// anything, lower than the limit's, and the episode's is the most its
+// answers show. A span shorter than drainMinSpan tells too little. A
+// limit that publishes room of its whole burst filled up while it was
+// held, and gave back nothing more once full, as a window does: the
+// episode tells no drain, and the scope has none until one that does.
+func (r *release) drained(sent time.Time, room int64) {
+	span := sent.Sub(r.epSpent)
+	if r.epSpent.IsZero() || sent.Before(r.epStart) {
+		return
+	}
+	if float64(room)+1 >= r.burst {
+		r.epSpent, r.drainEp, r.drain = time.Time{}, 0, 0
+		return
+	}
+	if span < drainMinSpan {
+		return
+	}
+	c := float64(room) + 1
+	for _, s := range r.served {
+		if s.After(r.epSpent) && s.Before(sent) {
+			c++
+		}
+	}
+	if c >= drainMinCount {
+		r.drainEp = math.Max(r.drainEp, c/span.Seconds())
+	}
 }
 
 // fit returns the highest rate, beyond the burst, at which the episode's
