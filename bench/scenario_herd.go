@@ -38,7 +38,8 @@ import (
 //
 // The clients of a scenario run one after another, each against its own
 // server. With aligned windows each starts at the same point of a window,
-// chosen arbitrarily, and the ideal is worked out from that point.
+// chosen arbitrarily but for the last tenth of a second, and the ideal is
+// worked out from that point.
 
 const (
 	windowLimit   = 40
@@ -47,6 +48,9 @@ const (
 	// herdCap bounds one client's run: no request starts after it, and
 	// every request's context ends at it.
 	herdCap = 60 * time.Second
+	// herdLatestPhase is the latest point of a wall-clock second a herd
+	// starts at: an aligned window's first then has 100 ms left at least.
+	herdLatestPhase = 900 * time.Millisecond
 )
 
 func init() {
@@ -127,6 +131,14 @@ func runHerd(env *Env, name string, cs []Client, total, workers int, newLimiter 
 	out := Figures{}
 	first := time.Now().Add(100 * time.Millisecond)
 	phase := first.Sub(first.Truncate(time.Second))
+	if phase > herdLatestPhase {
+		// An aligned window's first would last less than a herd's few
+		// round trips on a busy machine: the ideal would count on a
+		// window no client can reach, and every client would lose a
+		// second to it.
+		phase -= time.Second / 2
+		first = first.Add(-time.Second / 2)
+	}
 	ideal, note := newLimiter().ideal(first, total)
 	for _, c := range cs {
 		if wrap != nil {
