@@ -28,6 +28,11 @@ type adaptive struct {
 	sends atomic.Bool  // this Transport has sent in the scope
 	peak  atomic.Int64 // the most of its sends in flight at once, ever: 1, a lone caller
 
+	// crowded: a hold of the scope set elsewhere was found while the pace
+	// was this Transport's own. Others send to the limit, so the drain its
+	// room shows is not this Transport's to pace at (release.go).
+	crowded bool
+
 	ceil ceiling // the learned cap on sends in flight (concurrency.go)
 
 	// shared keeps the pace in the gate, for every Transport that shares
@@ -291,6 +296,9 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 // longThrottle starts or steers the release on a throttle, at now, of a
 // send made at sent, with a hint of a second or more.
 func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
+	// Spent or not, the limit is measured from this throttle on: the one
+	// before told of an episode that is over (drained).
+	a.rel.spentAt, a.rel.spentServed = time.Time{}, 0
 	if !a.enabled {
 		// The first episode: what the server served of the sends that
 		// went within a hint before the refused one, up to its answer, is
@@ -334,6 +342,7 @@ func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 			return // the gate's pace has it
 		}
 	}
+	a.crowded = true
 	if (a.enabled && !now.After(a.lastThrottle)) || (a.enabled && !a.long) {
 		return // seen already; or the cubic's: a hold found late says little of the rate
 	}

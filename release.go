@@ -98,6 +98,13 @@ const (
 	// least room, beyond the sends in flight, that lifts it, and
 	// headroomEase the most that eases it.
 	headroomGain = 0.4
+	headroomLift = 3
+	headroomEase = 1
+	// headroomRoom is the room a bucket whose drain is known is paced to
+	// keep, and headroomSpan how soon room beyond it, or short of it, is
+	// taken up or made up.
+	headroomRoom = 2
+	headroomSpan = time.Second
 	// drainMinSpan is the shortest span a drain is learned over: the
 	// room a limit publishes is rounded to a send, and a refusal's room
 	// of 0 may be most of one, so over a second a drain is known to a
@@ -107,13 +114,6 @@ const (
 	// learned from: each is known to a send, so from fewer it is known to
 	// no better than a quarter.
 	drainMinCount = 4
-	headroomLift  = 3
-	headroomEase  = 1
-	// headroomRoom is the room a bucket whose drain is known is paced to
-	// keep, and headroomSpan how soon room beyond it, or short of it, is
-	// taken up or made up.
-	headroomRoom = 2
-	headroomSpan = time.Second
 )
 
 // begin starts an episode with the first send after the hold, at now:
@@ -144,7 +144,7 @@ func (a *adaptive) begin(now time.Time) {
 	if r.drainEp > 0 {
 		r.drain, r.drainEp = r.drainEp, 0
 	}
-	if r.quoted && r.drain > 0 && !r.window {
+	if a.drains() && !r.spentAt.IsZero() {
 		took := r.spentServed + float64(a.flight.load())
 		r.let = math.Min(r.let, math.Max(math.Floor(r.drain*now.Sub(r.spentAt).Seconds())-took, 1))
 		a.setRate(math.Min(a.fillRate, r.drain))
@@ -286,9 +286,11 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 // however slow
 // the answers, a scope paced at its drain sees the room it has, and a
 // burst let go at a reopen, served less than its sends, sees it spent.
-// Easing stops at that drain, or at what was served in the last second
-// if more, unless the rate is there already: a bucket kept full publishes
-// no room at the very rate it drains at.
+// Paced by steps, easing stops at that drain, or at what was served in
+// the last second if more, unless the rate is there already: a bucket
+// kept full publishes no room at the very rate it drains at. Paced at a
+// known drain, room short of headroomRoom eases the pace below the drain,
+// to half of it at most, until the room is made up.
 func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	r := &a.rel
 	rate := a.fillRate
@@ -296,7 +298,7 @@ func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	if known == 0 {
 		known = r.drain
 	}
-	bucket := known > 0 && !r.window
+	bucket := known > 0 && a.drains()
 	drain := math.Min(rate, a.servedIn(sent.Add(-time.Second), sent))
 	if bucket {
 		drain = known
@@ -317,6 +319,15 @@ func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	a.setRate(r.fitRate)
 }
 
+// drains reports whether the scope is paced by a limit's drain: one is
+// known, the limit published its quota spent, and it has not been seen
+// to be a window; and the pace is shared with every sender the limit is
+// seen to have, if any.
+func (a *adaptive) drains() bool {
+	r := &a.rel
+	return r.quoted && (r.drain > 0 || r.drainEp > 0) && !r.window && (!a.crowded || a.sharing())
+}
+
 // drained learns the limit's drain from a served answer of the episode,
 // sent at sent, that published room: since the limit was spent, at
 // epSpent, it gave back that room, and a send for this one and for each
@@ -326,7 +337,10 @@ func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 // are still to come, nor those that went at the same instant, which the
 // server may have taken after this one: each answer's drain is, if
 // anything, lower than the limit's, and the episode's is the most its
-// answers show. A span shorter than drainMinSpan tells too little. A
+// answers show, and it is the scope's drain from the next reopen on, in
+// place of the last: every span starts at the throttle that ended the
+// episode before, so no figure spans an older episode's sends. A span
+// shorter than drainMinSpan tells too little. A
 // limit that publishes room of its whole burst filled up while it was
 // held, and gave back nothing more once full, as a window does: the
 // episode tells no drain, and the scope has none until one that does.
