@@ -127,12 +127,12 @@ func (a *adaptive) begin(now time.Time) {
 		r.firstEp = false
 		// The first episode's served sends, late answers included, are
 		// the burst the server serves at once. The rate past it starts at
-		// twice what the cycle served, in place of the throttle's, which
-		// took the sends then in flight as served.
+		// twice what the cycle served, or more if the pace was set higher
+		// since.
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity = r.burst
 		cycle := math.Max(r.reopen.Sub(r.epStart).Seconds(), releaseMinSpan.Seconds())
-		a.setRate(2 * r.burst / cycle)
+		a.setRate(math.Max(a.fillRate, 2*r.burst/cycle))
 	}
 	// Sends still waiting for a token from before the hold go first, as
 	// part of the burst: the burst, or, where the limit published its
@@ -231,15 +231,18 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		cut = now
 		r.on = true
 		r.burst = math.Max(r.epServed, 1)
-		a.capacity = r.burst
+		a.capacity, r.let = r.burst, r.burst
 		a.granted, a.lastFill = a.issued, now
-		// Until the reopen counts the late answers, the sends still in
-		// flight, or the most the herd had in flight, are taken as
-		// served: a herd's answers race the refusal back, and a rate from
-		// those that won would have the waiting line's sends defer for a
-		// wait the reopen does not keep.
-		herd := math.Max(r.epServed+float64(a.flight.load()), float64(a.peak.Load()))
-		a.setRate(2 * herd / cycle)
+		// Until the reopen counts the late answers: a herd's answers race
+		// the refusal back, and none of them may have won. A rate from
+		// none would have the waiting line's sends defer for a wait the
+		// reopen does not keep; the most the herd had in flight is taken
+		// as served instead.
+		served := r.epServed
+		if served == 0 {
+			served = math.Max(float64(a.flight.load()), float64(a.peak.Load()))
+		}
+		a.setRate(2 * served / cycle)
 	} else if fit := r.fit(sent); fit > 0 {
 		r.fitted, r.fitAt, r.window = true, now, false
 		r.fitRate = math.Max(releaseMargin*fit, longRun)
