@@ -389,6 +389,7 @@ func TestReleasePacesABucketAtItsDrain(t *testing.T) {
 				a.waitAndSend(at)
 				assert.InDelta(t, math.Min(math.Floor(drain*at.Sub(again).Seconds())-1, burst), a.rel.let, 1e-9, "let go at the reopen")
 				assert.LessOrEqual(t, a.fillRate, drain, "paced at the drain at most")
+				assert.False(t, a.rel.window, "refused past the reopen's burst with a drain known: not a window")
 			})
 		})
 	}

@@ -99,3 +99,31 @@ func TestDrainNotPacedAtWhenHeldElsewhere(t *testing.T) {
 		assert.InDelta(t, capacity, a.rel.let, 1e-9, "the reopen lets go the burst")
 	})
 }
+
+// TestFirstThrottleAheadOfItsHerd: a first throttle whose answer comes
+// back before any served answer of its herd takes the most the herd had
+// in flight as served, until the reopen counts the late answers: a rate
+// from none served would be the floor, and the waiting line behind it
+// would defer for a wait the reopen does not keep. One that comes back
+// after some were served paces from those, as the reopen does.
+func TestFirstThrottleAheadOfItsHerd(t *testing.T) {
+	tests := []struct {
+		name   string
+		served int // answered before the refusal
+		want   float64
+	}{
+		{"ahead of every served answer", 0, 2 * 8},
+		{"after three served", 3, 2 * 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				sent := time.Now()
+				a.firstHerd(tt.served, 8-tt.served, -1) // the first refusal counts
+				cycle := time.Now().Add(time.Second).Sub(sent).Seconds()
+				assert.InDelta(t, tt.want/cycle, a.fillRate, 1e-9)
+			})
+		})
+	}
+}

@@ -261,7 +261,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		// reopen, but not below what the cycle served. Refused at that
 		// floor, it is a window: a bucket refills at least what the cycle
 		// served, so one send past its burst goes through at that pace.
-		r.window = r.drain == 0 && r.drainEp == 0 && a.fillRate <= releaseWindowSlack*longRun
+		r.window = r.known() == 0 && a.fillRate <= releaseWindowSlack*longRun
 		a.setRate(math.Max(a.fillRate/2, longRun))
 		a.capacity = math.Min(2*a.capacity, r.burst)
 	}
@@ -286,9 +286,9 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 // Transport's sends that went after it, served or still in flight, took
 // from it, and the limit gave back what it drains, the drain known, or
 // else what it served in the second before the send, at most the rate:
-// however slow
-// the answers, a scope paced at its drain sees the room it has, and a
-// burst let go at a reopen, served less than its sends, sees it spent.
+// however slow the answers, a scope paced at its drain sees the room it
+// has, and a burst let go at a reopen, served less than its sends, sees
+// it spent.
 // Paced by steps, easing stops at that drain, or at what was served in
 // the last second if more, unless the rate is there already: a bucket
 // kept full publishes no room at the very rate it drains at. Paced at a
@@ -297,11 +297,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	r := &a.rel
 	rate := a.fillRate
-	known := r.drainEp
-	if known == 0 {
-		known = r.drain
-	}
-	bucket := known > 0 && a.drains()
+	known, bucket := r.known(), a.drains()
 	drain := math.Min(rate, a.servedIn(sent.Add(-time.Second), sent))
 	if bucket {
 		drain = known
@@ -328,7 +324,16 @@ func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 // seen to have, if any.
 func (a *adaptive) drains() bool {
 	r := &a.rel
-	return r.quoted && (r.drain > 0 || r.drainEp > 0) && !r.window && (!a.crowded || a.sharing())
+	return r.quoted && r.known() > 0 && !r.window && (!a.crowded || a.sharing())
+}
+
+// known returns the limit's drain as best known: the episode's, if its
+// answers told one, else the last episode's; 0 when neither did.
+func (r *release) known() float64 {
+	if r.drainEp > 0 {
+		return r.drainEp
+	}
+	return r.drain
 }
 
 // drained learns the limit's drain from a served answer of the episode,
@@ -343,12 +348,11 @@ func (a *adaptive) drains() bool {
 // answers show, and it is the scope's drain from the next reopen on, in
 // place of the last: every span starts at the throttle that ended the
 // episode before, so no figure spans an older episode's sends. A span
-// shorter than drainMinSpan tells too little. A
-// limit that publishes room of its whole burst filled up while it was
-// held, and gave back nothing more once full, as a window does: the
-// episode tells no drain, and the scope has none until one that does.
+// shorter than drainMinSpan tells too little. A limit that publishes room
+// of its whole burst filled up while it was held, and gave back nothing
+// more once full, as a window does: the episode tells no drain, and the
+// scope has none until one that does.
 func (r *release) drained(sent time.Time, room int64) {
-	span := sent.Sub(r.epSpent)
 	if r.epSpent.IsZero() || sent.Before(r.epStart) {
 		return
 	}
@@ -356,6 +360,7 @@ func (r *release) drained(sent time.Time, room int64) {
 		r.epSpent, r.drainEp, r.drain = time.Time{}, 0, 0
 		return
 	}
+	span := sent.Sub(r.epSpent)
 	if span < drainMinSpan {
 		return
 	}
