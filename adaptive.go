@@ -32,6 +32,9 @@ type adaptive struct {
 	// was this Transport's own. Others send to the limit, so the drain its
 	// room shows is not this Transport's to pace at (release.go).
 	crowded bool
+	// provisional is the rate the first throttle set, for its hold only
+	// (release.go).
+	provisional float64
 
 	ceil ceiling // the learned cap on sends in flight (concurrency.go)
 

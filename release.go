@@ -128,11 +128,17 @@ func (a *adaptive) begin(now time.Time) {
 		// The first episode's served sends, late answers included, are
 		// the burst the server serves at once. The rate past it starts at
 		// twice what the cycle served, or more if the pace was set higher
-		// since.
+		// since. The first throttle's own rate, which served only its
+		// hold, counts for nothing, unless others send to the limit too
+		// (crowded): then the herd it counted is the better guide.
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity = r.burst
 		cycle := math.Max(r.reopen.Sub(r.epStart).Seconds(), releaseMinSpan.Seconds())
-		a.setRate(math.Max(a.fillRate, 2*r.burst/cycle))
+		rate := a.fillRate
+		if rate == a.provisional && !a.crowded {
+			rate = 0
+		}
+		a.setRate(math.Max(rate, 2*r.burst/cycle))
 	}
 	// Sends still waiting for a token from before the hold go first, as
 	// part of the burst: the burst, or, where the limit published its
@@ -243,6 +249,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 			served = math.Max(float64(a.flight.load()), float64(a.peak.Load()))
 		}
 		a.setRate(2 * served / cycle)
+		a.provisional = a.fillRate
 	} else if fit := r.fit(sent); fit > 0 {
 		r.fitted, r.fitAt, r.window = true, now, false
 		r.fitRate = math.Max(releaseMargin*fit, longRun)
