@@ -168,3 +168,63 @@ func TestDesignThrottledHoldsTheGateForTheHint(t *testing.T) {
 		})
 	}
 }
+
+// callOrder is a QuotaGate that is not heed's own, as redisgate is, and
+// records the calls it gets in order.
+type callOrder struct {
+	heed.QuotaGate
+	mu    sync.Mutex
+	calls []string
+}
+
+func (g *callOrder) called(name string) {
+	g.mu.Lock()
+	g.calls = append(g.calls, name)
+	g.mu.Unlock()
+}
+
+func (g *callOrder) Take(ctx context.Context, scope string) (time.Time, error) {
+	g.called("Take")
+	return g.QuotaGate.Take(ctx, scope)
+}
+
+func (g *callOrder) Hold(ctx context.Context, scope string, until time.Time) error {
+	g.called("Hold")
+	return g.QuotaGate.Hold(ctx, scope, until)
+}
+
+func (g *callOrder) Done(ctx context.Context, scope string, q *heed.Quota, served bool) error {
+	g.called("Done")
+	return g.QuotaGate.Done(ctx, scope, q, served)
+}
+
+// A throttle's hold reaches a gate shared with others before the send is
+// done: the fleet hears of it a round trip sooner. An answer with no hold
+// is only done.
+func TestThrottleHoldsASharedGateBeforeItIsDone(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply reply
+		calls []string
+	}{
+		{"429 Retry-After", tooMany("Retry-After", "3"), []string{"Take", "Hold", "Done"}},
+		{"429 retry-after-ms", tooMany("retry-after-ms", "250"), []string{"Take", "Hold", "Done"}},
+		{"503 Retry-After", reply{status: 503, header: hdr("Retry-After", "5")}, []string{"Take", "Hold", "Done"}},
+		{"429 without hint: not held", tooMany(), []string{"Take", "Done"}},
+		{"200: not held", reply{status: 200}, []string{"Take", "Done"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gate := &callOrder{QuotaGate: heed.NewGate().(heed.QuotaGate)}
+				tr := heed.New(script(tt.reply), heed.WithGate(gate), heed.WithPolicy(heed.Policy{MaxAttempts: 1}))
+				resp, err := tr.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.example/", nil))
+				require.NoError(t, err)
+				resp.Body.Close()
+				gate.mu.Lock()
+				defer gate.mu.Unlock()
+				assert.Equal(t, tt.calls, gate.calls)
+			})
+		})
+	}
+}

@@ -337,7 +337,24 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if c.transport.split && (m&markNamed != 0 || c.named != "") {
 			c.answerScope(resp, m, v.Class == Throttled)
 		}
+		var hint time.Duration
+		var source string
+		hinted, held := false, false
+		if v.Class == Throttled {
+			now, hint, source, hinted = c.waitFor(resp, v, sent)
+			if hinted && c.transport.own == nil {
+				// A gate shared with others hears of the hold before it
+				// hears the send answered, a round trip sooner: sends the
+				// fleet admits meanwhile are the fewer. heed's own gate
+				// hears it after, which reopens what the hold shuts.
+				c.hold(now, hint)
+				held = true
+			}
+		}
 		c.done(resp, m, sent, resp != nil && v.Class != Throttled, v.Class == Deliver || v.Class == Terminal)
+		if v.Class == Throttled && hinted && !held {
+			c.hold(now, hint)
+		}
 
 		if (v.Class == Deliver || v.Class == Terminal) && !c.transport.heard {
 			c.outAt = time.Time{}
@@ -359,23 +376,8 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			return resp, err
 		}
 
-		now = time.Now()
-		c.local.stated(now)
-		c.took = now.Sub(sent)
-		var hint time.Duration
-		var source string
-		hinted := false
-		if resp != nil {
-			hint, source, hinted = Hint(resp, now)
-		}
-		if w, from, ok := v.wait(); ok && (!hinted || w > hint) {
-			hint, source, hinted = w, from, true
-		}
-		if hinted {
-			hint = max(hint, p.minWait)
-		}
-		if v.Class == Throttled && hinted {
-			c.hold(now, hint)
+		if v.Class != Throttled {
+			now, hint, source, hinted = c.waitFor(resp, v, sent)
 		}
 		c.outAt = time.Time{}
 		var capped bool
@@ -443,6 +445,26 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		now = time.Time{} // passGate reads the clock anew
 	}
+}
+
+// waitFor reads the clock once an answer to the send sent at sent is to be
+// waited on, and returns the time read and the wait it asks for, from its
+// hint or its verdict, at least the policy's MinWait, with its source;
+// hinted is false when neither gives one.
+func (c *call) waitFor(resp *http.Response, v Verdict, sent time.Time) (now time.Time, hint time.Duration, source string, hinted bool) {
+	now = time.Now()
+	c.local.stated(now)
+	c.took = now.Sub(sent)
+	if resp != nil {
+		hint, source, hinted = Hint(resp, now)
+	}
+	if w, from, ok := v.wait(); ok && (!hinted || w > hint) {
+		hint, source, hinted = w, from, true
+	}
+	if hinted {
+		hint = max(hint, c.policy.minWait)
+	}
+	return now, hint, source, hinted
 }
 
 // ceilMillisecond returns t, or the next whole Unix millisecond after it.

@@ -23,10 +23,13 @@ import (
 // its Transport sees its gate: the times the Transport gives the gate are
 // read on the process's clock, and those the gate gives back are too.
 // The Transport reads the true clock, so skewed shifts every time between
-// the two, and the gate itself reads the skewed clock (g.now).
+// the two, and the gate itself reads the skewed clock (g.now). With seen
+// set, it records the gate's asks and holds, as process proc's.
 type skewed struct {
 	g    *gate
 	skew time.Duration
+	seen *gateSeen
+	proc int
 }
 
 func (s skewed) in(t time.Time) time.Time {
@@ -44,15 +47,20 @@ func (s skewed) out(t time.Time) time.Time {
 }
 
 func (s skewed) NotBefore(ctx context.Context, scope string) (time.Time, error) {
+	s.seen.ask(ctx)
 	nb, err := s.g.NotBefore(ctx, scope)
 	return s.out(nb), err
 }
 
 func (s skewed) Hold(ctx context.Context, scope string, until time.Time) error {
-	return s.g.Hold(ctx, scope, s.in(until))
+	asked := time.Now()
+	err := s.g.Hold(ctx, scope, s.in(until))
+	s.seen.held(s.proc, asked, until)
+	return err
 }
 
 func (s skewed) Take(ctx context.Context, scope string) (time.Time, error) {
+	s.seen.ask(ctx)
 	nb, err := s.g.Take(ctx, scope)
 	return s.out(nb), err
 }
@@ -62,6 +70,57 @@ func (s skewed) Done(ctx context.Context, scope string, q *heed.Quota, served bo
 		q = &heed.Quota{Remaining: q.Remaining, Reset: s.in(q.Reset)}
 	}
 	return s.g.Done(ctx, scope, q, served)
+}
+
+// gateSeen records what a fleet's gates were asked, on the true clock:
+// when each request asked for a send (Take or NotBefore, keyed by its
+// context's requestKey), and each hold, when it was asked and when the
+// gate had it. A nil gateSeen records nothing.
+type gateSeen struct {
+	mu    sync.Mutex
+	asks  map[int64][]time.Time
+	holds []seenHold
+}
+
+// seenHold is a hold a process asked of its gate, until until (true
+// clock): known to the process from asked, to the fleet from stored.
+type seenHold struct {
+	proc          int
+	asked, stored time.Time
+	until         time.Time
+}
+
+// requestKey keys a request's number in its context.
+type requestKey struct{}
+
+func (g *gateSeen) ask(ctx context.Context) {
+	if g == nil {
+		return
+	}
+	id, _ := ctx.Value(requestKey{}).(int64)
+	g.mu.Lock()
+	g.asks[id] = append(g.asks[id], time.Now())
+	g.mu.Unlock()
+}
+
+func (g *gateSeen) held(proc int, asked, until time.Time) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.holds = append(g.holds, seenHold{proc: proc, asked: asked, stored: time.Now(), until: until})
+	g.mu.Unlock()
+}
+
+// lastAsk returns when request id last asked its gate at or before t.
+func (g *gateSeen) lastAsk(id int64, t time.Time) time.Time {
+	var last time.Time
+	for _, a := range g.asks[id] {
+		if !a.After(t) && a.After(last) {
+			last = a
+		}
+	}
+	return last
 }
 
 // clockWindows serves limit requests in each second of the clock and
@@ -99,8 +158,12 @@ func (w *clockWindows) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 // TestFleetOfSkewedClocksSendsNothingEarly: a fleet of three processes
 // sharing one Redis, whose clocks read 2 s behind, right and 2 s ahead (or
-// other skews; the first sends most), sends nothing before a time a relative hint gave, once a
-// process received it: the gate measures every hold against Redis's clock.
+// other skews; the first sends most), sends nothing before the end a
+// relative hint gave once the fleet knew of it: no send whose gate was
+// asked after the hold reached Redis, nor one the process holding it began
+// after it knew, is written before the refusal's end. The gate measures
+// every hold against Redis's clock. A send admitted while the hold was on
+// its way to Redis could not know of it, and is not counted.
 func TestFleetOfSkewedClocksSendsNothingEarly(t *testing.T) {
 	s := startRedis(t)
 	tests := []struct {
@@ -109,6 +172,7 @@ func TestFleetOfSkewedClocksSendsNothingEarly(t *testing.T) {
 	}{
 		{"-2s, 0, +2s", []time.Duration{-2 * time.Second, 0, 2 * time.Second}},
 		{"-5s, -1s, +3s", []time.Duration{-5 * time.Second, -time.Second, 3 * time.Second}},
+		{"+4s, -3s, 0", []time.Duration{4 * time.Second, -3 * time.Second, 0}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,36 +182,47 @@ func TestFleetOfSkewedClocksSendsNothingEarly(t *testing.T) {
 			inner := &http.Transport{MaxIdleConnsPerHost: 32}
 			defer inner.CloseIdleConnections()
 
+			// sent is a send as the wire saw it: its request, its
+			// process, when it began and when its headers were written.
+			type sent struct {
+				request      int64
+				proc         int
+				began, wrote time.Time
+			}
 			var mu sync.Mutex
-			wrote := map[int64]time.Time{}  // when each send was written
-			received := map[int]time.Time{} // when each refusal was received
-			var sends atomic.Int64
-			wired := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-				n := sends.Add(1)
-				trace := &httptrace.ClientTrace{WroteHeaders: func() {
+			var sends []*sent
+			received := 0 // refusals received
+			seen := &gateSeen{asks: map[int64][]time.Time{}}
+			wired := func(proc int) http.RoundTripper {
+				return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+					id, _ := r.Context().Value(requestKey{}).(int64)
+					s := &sent{request: id, proc: proc, began: time.Now()}
 					mu.Lock()
-					wrote[n] = time.Now()
+					sends = append(sends, s)
 					mu.Unlock()
-				}}
-				resp, err := inner.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
-				if err == nil {
-					if id, perr := strconv.Atoi(resp.Header.Get("X-Refusal")); perr == nil {
+					trace := &httptrace.ClientTrace{WroteHeaders: func() {
 						mu.Lock()
-						received[id] = time.Now()
+						s.wrote = time.Now()
+						mu.Unlock()
+					}}
+					resp, err := inner.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+					if err == nil && resp.Header.Get("X-Refusal") != "" {
+						mu.Lock()
+						received++
 						mu.Unlock()
 					}
-				}
-				return resp, err
-			})
+					return resp, err
+				})
+			}
 
 			prefix := fmt.Sprintf("skew%d:", i)
 			var clients []*http.Client
-			for _, skew := range tt.skews {
+			for proc, skew := range tt.skews {
 				// The inferred quota, which would pace the others by the
 				// windows it learned, is off: the check is of the holds.
 				g := newGate(t, s, WithPrefix(prefix), WithInferredQuota(false))
 				g.now = func() time.Time { return time.Now().Add(skew) }
-				tr := heed.New(wired, heed.WithGate(skewed{g, skew}), heed.WithPolicy(heed.Policy{MaxAttempts: 20}))
+				tr := heed.New(wired(proc), heed.WithGate(skewed{g: g, skew: skew, seen: seen, proc: proc}), heed.WithPolicy(heed.Policy{MaxAttempts: 20}))
 				clients = append(clients, &http.Client{Transport: tr})
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -169,8 +244,12 @@ func TestFleetOfSkewedClocksSendsNothingEarly(t *testing.T) {
 			}
 			for _, client := range senders {
 				wg.Go(func() {
-					for next.Add(1) <= total {
-						req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/v1/items", nil)
+					for {
+						id := next.Add(1)
+						if id > total {
+							return
+						}
+						req, _ := http.NewRequestWithContext(context.WithValue(ctx, requestKey{}, id), http.MethodGet, ts.URL+"/v1/items", nil)
 						resp, err := client.Do(req)
 						if err != nil || resp.StatusCode != http.StatusOK {
 							failed.Add(1)
@@ -183,36 +262,60 @@ func TestFleetOfSkewedClocksSendsNothingEarly(t *testing.T) {
 			}
 			wg.Wait()
 
-			// A send is early when the client wrote it after a refusal
-			// was received (and a grace more, for the hold to reach Redis
-			// and the others: 10 ms, under the race detector 50), and it
-			// arrived before that refusal's end.
+			// For each refusal, the fleet knew of it once a hold as long
+			// reached Redis, and a process once it asked its gate for one.
+			// A send is early when it was written before the refusal's end
+			// (less a grace for the write to reach loopback: 10 ms, under
+			// the race detector 50) though its gate was asked after the
+			// fleet knew, or its process began it after it knew (and the
+			// grace more, for the send to be on its way).
 			grace := map[bool]time.Duration{false: 10 * time.Millisecond, true: 50 * time.Millisecond}[raceEnabled]
 			srv.mu.Lock()
 			defer srv.mu.Unlock()
 			mu.Lock()
 			defer mu.Unlock()
-			var writes []time.Time
-			for _, w := range wrote {
-				writes = append(writes, w)
-			}
-			early := 0
-			for id, end := range srv.ends {
-				got, ok := received[id]
-				if !ok {
-					continue
+			seen.mu.Lock()
+			defer seen.mu.Unlock()
+			early, told := 0, 0
+			for _, end := range srv.ends {
+				var fleet time.Time
+				knew := map[int]time.Time{}
+				for _, h := range seen.holds {
+					if h.until.Before(end) {
+						continue
+					}
+					if fleet.IsZero() || h.stored.Before(fleet) {
+						fleet = h.stored
+					}
+					if k, ok := knew[h.proc]; !ok || h.asked.Before(k) {
+						knew[h.proc] = h.asked
+					}
 				}
-				for _, w := range writes {
-					// Written after the refusal was known, and, since a
-					// write reaches loopback within the grace, arrived
-					// before its end.
-					if w.After(got.Add(grace)) && w.Add(grace).Before(end) {
+				if fleet.IsZero() {
+					continue // the refusal was never held: no answer came back
+				}
+				for _, asks := range seen.asks {
+					for _, a := range asks {
+						if a.After(fleet) && a.Add(grace).Before(end) {
+							told++ // a gate asked inside the known hold
+						}
+					}
+				}
+				for _, s := range sends {
+					if s.wrote.IsZero() || !s.wrote.Add(grace).Before(end) {
+						continue
+					}
+					k, ok := knew[s.proc]
+					if seen.lastAsk(s.request, s.began).After(fleet) || ok && s.began.After(k.Add(grace)) {
 						early++
+						t.Logf("written %v before the end of a hold the fleet knew from %v (asked %v, began %v, process %d knew from %v)",
+							end.Sub(s.wrote), fleet.Format(time.StampMicro), seen.lastAsk(s.request, s.began).Format(time.StampMicro), s.began.Format(time.StampMicro), s.proc, k.Format(time.StampMicro))
 					}
 				}
 			}
-			t.Logf("%d sends, %d refusals, %d written inside a known hold", sends.Load(), len(srv.ends), early)
-			assert.Positive(t, len(srv.ends), "the limit was met: the check is real")
+			t.Logf("%d sends, %d refusals (%d received), gates asked %d times inside known holds, %d written inside a known hold", len(sends), len(srv.ends), received, told, early)
+			assert.Positive(t, len(srv.ends), "the limit was met")
+			assert.Positive(t, told, "gates were asked inside known holds: the check is real")
 			assert.Zero(t, early, "no send written inside a hold the fleet knew")
 			assert.Zero(t, failed.Load(), "every request served")
 		})
@@ -248,7 +351,7 @@ func TestGatesOfSkewedClocksAgreeOnAHold(t *testing.T) {
 				if tt.noClock {
 					g.clock.checked.Store(math.MaxInt64) // never measured: offset 0
 				}
-				return skewed{g, skew}
+				return skewed{g: g, skew: skew}
 			}
 			writer, reader := process(tt.writer), process(tt.reader)
 			// want is where the writer put an end, got where the reader
