@@ -78,7 +78,14 @@ func (c *call) wired(out *http.Request, attempt int, now time.Time, forming bool
 // http writes the request once GotConn returns, whatever its context.
 func (check *wireCheck) gotConn(info httptrace.GotConnInfo) {
 	c := &check.call
+	held := c.holdEnd(false).After(time.Now())
 	_, err := c.awaitHold(check.attempt, false, "wire")
+	if held && err == nil {
+		// Caught by the hold, the send goes as one that waited for it at
+		// the gate: in the scope's pace, not with every other send the
+		// hold caught, all at its end.
+		_, err = c.pace(check.attempt, time.Now())
+	}
 	var de *DeferredError
 	if !errors.As(err, &de) {
 		return // a context that ends fails the send itself

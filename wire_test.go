@@ -3,7 +3,9 @@ package heed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -392,6 +394,106 @@ func TestAnswerCarriesTheRequestSent(t *testing.T) {
 			}
 			assert.Same(t, reqB.Context(), respB.Request.Context(), "a forming herd's send's answer has the caller's context")
 			assert.NoError(t, respB.Request.Context().Err(), "alive once the body is closed")
+		})
+	}
+}
+
+// TestSendsCaughtAtTheWireGoInThePace: a herd's sends still dialing when
+// its first throttle is learned wait out the hold at the wire, then go in
+// the scope's pace, as sends that waited at the gate do, not all at the
+// hold's end. A token bucket of burst b refilling at 4b a second serves
+// the first b sends and refuses the next, answered in a millisecond; the
+// rest of the herd dials meanwhile. Written together at the hold's end they would
+// overrun the refilled burst and start another hold; paced, none is
+// refused.
+func TestSendsCaughtAtTheWireGoInThePace(t *testing.T) {
+	tests := []struct {
+		herd, burst int
+		hint        int // seconds
+	}{
+		{16, 4, 1},
+		{24, 6, 2},
+		{12, 2, 1},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("herd %d, burst %d, hint %ds", tt.herd, tt.burst, tt.hint), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				var mu sync.Mutex
+				tokens, last := float64(tt.burst), start
+				fill := 4 * float64(tt.burst) // a second
+				var written []time.Time
+				var holdEnd time.Time
+				refusedAfter := 0 // refusals of sends written after the first hold's end
+				arrived := 0
+				rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					mu.Lock()
+					arrived++
+					dialing := arrived > tt.burst+1 && arrived <= tt.herd
+					mu.Unlock()
+					if dialing {
+						time.Sleep(50 * time.Millisecond) // the refusal comes back meanwhile
+					}
+					conn := &refusingConn{}
+					if trace := httptrace.ContextClientTrace(r.Context()); trace != nil && trace.GotConn != nil {
+						trace.GotConn(httptrace.GotConnInfo{Conn: conn})
+					}
+					if conn.refuses() {
+						return nil, errors.New("write: i/o timeout")
+					}
+					mu.Lock()
+					now := time.Now()
+					written = append(written, now)
+					tokens = math.Min(tokens+now.Sub(last).Seconds()*fill, float64(tt.burst))
+					last = now
+					h := http.Header{}
+					status := http.StatusOK
+					if tokens >= 1 {
+						tokens--
+					} else {
+						status = http.StatusTooManyRequests
+						h.Set("Retry-After", strconv.Itoa(tt.hint))
+						if holdEnd.IsZero() {
+							holdEnd = now.Add(time.Duration(tt.hint) * time.Second)
+						} else if !now.Before(holdEnd) {
+							refusedAfter++
+						}
+					}
+					mu.Unlock()
+					time.Sleep(time.Millisecond) // the answer's way back
+					return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+				})
+				tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 10}))
+				var wg sync.WaitGroup
+				for range tt.herd {
+					wg.Go(func() {
+						req, err := http.NewRequestWithContext(t.Context(), "GET", "https://bucket.test/", nil)
+						if !assert.NoError(t, err) {
+							return
+						}
+						resp, err := tr.RoundTrip(req)
+						if assert.NoError(t, err) {
+							resp.Body.Close()
+							assert.Equal(t, http.StatusOK, resp.StatusCode)
+						}
+					})
+				}
+				wg.Wait()
+
+				mu.Lock()
+				defer mu.Unlock()
+				require.False(t, holdEnd.IsZero(), "the burst was overrun: the check is real")
+				together := 0 // written in the millisecond the hold ends
+				for _, w := range written {
+					assert.False(t, w.Before(holdEnd) && w.After(start.Add(100*time.Millisecond)), "written %v inside the hold", w.Sub(start))
+					if !w.Before(holdEnd) && w.Sub(holdEnd) < time.Millisecond {
+						together++
+					}
+				}
+				assert.LessOrEqual(t, together, tt.burst, "at most the burst goes as the hold ends")
+				assert.Zero(t, refusedAfter, "no send refused after the hold")
+
+			})
 		})
 	}
 }
