@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,10 @@ const nginxMissing = "nginx not installed (apt-get install nginx)"
 
 // conf is nginx.conf for l, serving dir/html on 127.0.0.1:port. The file
 // is served from the content phase, after limit_req (a "return 200" would
-// answer in the rewrite phase, before limit_req runs).
+// answer in the rewrite phase, before limit_req runs). Its readiness
+// location answers 204 with the header nginxReady set to dir, unlimited
+// and unlogged: it tells this nginx from another server that took its
+// port.
 func (l nginxLimit) conf(dir string, port int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `daemon off;
@@ -55,9 +59,14 @@ http {
     server {
         listen 127.0.0.1:%[2]d;
         root %[1]s/html;
+        location = %[5]s {
+            access_log off;
+            add_header %[6]s %[1]s always;
+            return 204;
+        }
         location / {
             limit_req zone=zoo burst=%[4]d nodelay;
-`, dir, port, l.rate, l.burst)
+`, dir, port, l.rate, l.burst, nginxReadyPath, nginxReady)
 	if l.hint {
 		b.WriteString(`            limit_req_status 429;
             error_page 429 = @throttled;
@@ -73,6 +82,13 @@ http {
 	b.WriteString("    }\n}\n")
 	return b.String()
 }
+
+// nginxReadyPath is the location that tells a zoo nginx is up, and
+// nginxReady the header it answers with: its folder.
+const (
+	nginxReadyPath = "/heed-bench-ready"
+	nginxReady     = "X-Heed-Bench-Nginx"
+)
 
 // nginxServer is a running nginx.
 type nginxServer struct {
@@ -159,9 +175,11 @@ func startNginxOnce(bin string, l nginxLimit) (_ *nginxServer, err error) {
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp4", s.addr, time.Second)
+		// This nginx, not another server that took the port after it was
+		// chosen (nginx then exits, unable to bind it, and is started
+		// again on another).
+		err := s.ready()
 		if err == nil {
-			c.Close() // no request: nginx logs nothing, limit_req counts nothing
 			return s, nil
 		}
 		select {
@@ -175,6 +193,20 @@ func startNginxOnce(bin string, l nginxLimit) (_ *nginxServer, err error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// ready asks s's readiness location whether s answers on its address.
+func (s *nginxServer) ready() error {
+	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + s.addr + nginxReadyPath)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get(nginxReady) != s.dir {
+		return fmt.Errorf("another server answers on %s (%s)", s.addr, resp.Status)
+	}
+	return nil
 }
 
 func (s *nginxServer) url() string     { return "http://" + s.addr + "/v1/items" }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -334,4 +336,39 @@ func TestZooHeedMeetsTheBounds(t *testing.T) {
 			}
 		}()
 	}
+}
+
+// TestNginxReadyTellsItFromAnotherServer: a server that took nginx's port
+// between its choice and nginx binding it is not taken for nginx, whatever
+// it answers; a started nginx is.
+func TestNginxReadyTellsItFromAnotherServer(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		header string // the readiness header it answers with
+	}{
+		{"200, no header", http.StatusOK, ""},
+		{"204, no header", http.StatusNoContent, ""},
+		{"204, another nginx's folder", http.StatusNoContent, "/tmp/heed-bench-nginx-other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.header != "" {
+					w.Header().Set(nginxReady, tt.header)
+				}
+				w.WriteHeader(tt.status)
+			}))
+			defer other.Close()
+			s := &nginxServer{dir: "/tmp/heed-bench-nginx-this", addr: other.Listener.Addr().String()}
+			assert.Error(t, s.ready())
+		})
+	}
+	if !zooHasNginx(t) {
+		return
+	}
+	s, err := startNginx(nginxLimit{rate: 10, burst: 1})
+	require.NoError(t, err)
+	assert.NoError(t, s.ready(), "a started nginx is ready")
+	assert.Zero(t, s.stop().received, "the readiness location is not logged")
 }
