@@ -303,9 +303,13 @@ func hintBound(h http.Header, source string, now time.Time) (*big.Int, bool) {
 			return nil, false
 		}
 		// A Unix time when above half of now's Unix time (and 1e8), as
-		// the contract reads it against the clock.
+		// the contract reads it against the clock; one already past says
+		// to wait for nothing, as a past Retry-After date does.
 		if n.Cmp(big.NewInt(max(now.Unix()/2, 100_000_000))) > 0 {
 			n.Sub(n, big.NewInt(now.Unix()))
+			if n.Sign() < 0 {
+				n.SetInt64(0)
+			}
 		}
 		return ns(n, time.Second), true
 	}
