@@ -6,6 +6,7 @@ package redisgate
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,27 @@ type fleetClock struct {
 	// so that a step of the wall clock does not put off the next measure;
 	// 0: never.
 	checked atomic.Int64
+	// first is closed once the first measure has ended, measured or not.
+	first     chan struct{}
+	firstOnce sync.Once
+}
+
+// newFleetClock returns a fleetClock never measured.
+func newFleetClock() *fleetClock { return &fleetClock{first: make(chan struct{})} }
+
+// firstEnded closes c.first, once.
+func (c *fleetClock) firstEnded() { c.firstOnce.Do(func() { close(c.first) }) }
+
+// awaitFirst waits, until ctx ends, for the first measure to end, if no
+// measure was made yet.
+func (c *fleetClock) awaitFirst(ctx context.Context) {
+	if c.measure.Load() != nil {
+		return
+	}
+	select {
+	case <-c.first:
+	case <-ctx.Done():
+	}
 }
 
 // clockMeasure is one measure of a fleetClock, in milliseconds.
@@ -54,15 +76,19 @@ var timeScript = redis.NewScript(`return redis.call('TIME')`)
 // sync measures the offset, when it was not measured in the last
 // clockCheck, by clockSamples TIME calls, each taken to have been answered
 // halfway through its round trip. One caller measures while the others use
-// the last measure; a failed measure keeps it (none before the first), and
-// is tried again after clockRetry.
+// the last measure, or, before the first, wait for it, until their ctx
+// ends: a process's own clock is never taken as Redis's while a measure of
+// it is under way. A failed measure keeps the last (none, an offset of 0,
+// when the first fails), and is tried again after clockRetry.
 func (g *gate) sync(ctx context.Context) {
-	c := &g.clock
+	c := g.clock
 	now := int64(time.Since(clockBase)) + 1
 	last := c.checked.Load()
 	if last != 0 && now-last < int64(clockCheck) || !c.checked.CompareAndSwap(last, now) {
+		c.awaitFirst(ctx)
 		return
 	}
+	defer c.firstEnded()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.timeout)
 	defer cancel()
 	best := time.Duration(-1)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -349,7 +350,7 @@ func TestGatesOfSkewedClocksAgreeOnAHold(t *testing.T) {
 				g := newGate(t, s, WithPrefix(fmt.Sprintf("agree%d:", i)), WithInferredQuota(false))
 				g.now = func() time.Time { return time.Now().Add(skew) }
 				if tt.noClock {
-					g.clock.checked.Store(math.MaxInt64) // never measured: offset 0
+					neverMeasure(g) // never measured: offset 0
 				}
 				return skewed{g: g, skew: skew}
 			}
@@ -393,3 +394,101 @@ func TestGatesOfSkewedClocksAgreeOnAHold(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// slowTime is a client hook that answers the gate's TIME calls delay late,
+// as a loaded Redis or network would: the first clock measure takes three
+// of them.
+type slowTime struct{ delay time.Duration }
+
+func (slowTime) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h slowTime) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[1] == timeScript.Hash() {
+			select {
+			case <-time.After(h.delay):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (slowTime) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestCallsAwaitTheFirstClockMeasure: calls a gate gets while its first
+// measure of the fleet's clock is under way wait for it, rather than take
+// the process's clock as Redis's. A process whose clock is ahead would
+// otherwise find a hold over, and admit sends, as early as its clock is
+// ahead, and one whose clock is behind would write its holds that much too
+// short for the fleet. Each set starts many calls at once on a fresh gate
+// whose TIME answers come late.
+func TestCallsAwaitTheFirstClockMeasure(t *testing.T) {
+	s := startRedis(t)
+	tests := []struct {
+		name  string
+		skew  time.Duration // of the fresh gate's clock
+		delay time.Duration // of each TIME answer
+		op    string        // what the fresh gate's calls are
+	}{
+		{"3s ahead takes", 3 * time.Second, 20 * time.Millisecond, "take"},
+		{"1s ahead asks not before", time.Second, 10 * time.Millisecond, "not before"},
+		{"5s ahead takes, TIME slower", 5 * time.Second, 50 * time.Millisecond, "take"},
+		{"2s behind holds", -2 * time.Second, 20 * time.Millisecond, "hold"},
+		{"4s behind holds, TIME faster", -4 * time.Second, 5 * time.Millisecond, "hold"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			prefix := WithPrefix(fmt.Sprintf("first%d:", i))
+			right := newGate(t, s, prefix, WithInferredQuota(false))
+			c := s.client(t)
+			c.AddHook(slowTime{delay: tt.delay})
+			fresh := New(c, patient, prefix, WithInferredQuota(false)).(*gate)
+			fresh.now = func() time.Time { return time.Now().Add(tt.skew) }
+			process := skewed{g: fresh, skew: tt.skew}
+
+			const calls = 8
+			until := time.Now().Add(time.Second)
+			if tt.op != "hold" {
+				require.NoError(t, right.Hold(ctx, "held", until))
+			}
+			var wg sync.WaitGroup
+			found := make([]time.Time, calls)
+			errs := make([]error, calls)
+			for n := range calls {
+				wg.Go(func() {
+					switch tt.op {
+					case "take":
+						found[n], errs[n] = process.Take(ctx, "held")
+					case "not before":
+						found[n], errs[n] = process.NotBefore(ctx, "held")
+					case "hold":
+						errs[n] = process.Hold(ctx, fmt.Sprintf("held%d", n), until)
+					}
+				})
+			}
+			wg.Wait()
+			for n := range calls {
+				require.NoError(t, errs[n])
+				if tt.op == "hold" {
+					// The right clock finds each hold where it was put.
+					nb, err := right.NotBefore(ctx, fmt.Sprintf("held%d", n))
+					require.NoError(t, err)
+					found[n] = nb
+				}
+				assert.False(t, found[n].Before(until), "call %d of %d found the hold's end at %v, not %v", n, calls, found[n].Format(time.StampMilli), until.Format(time.StampMilli))
+			}
+		})
+	}
+}
+
+// neverMeasure keeps g from measuring its clock against Redis's: it takes
+// its own as Redis's, an offset of 0.
+func neverMeasure(g *gate) {
+	g.clock.checked.Store(math.MaxInt64)
+	g.clock.firstEnded()
+}

@@ -27,7 +27,8 @@
 // atomic across the fleet. Times are Unix milliseconds on Redis's clock
 // (TIME), which every process reads alike: a gate measures how far its
 // process's clock is from it every 30 seconds (the shortest of three TIME
-// calls, taken as answered halfway through its round trip), and moves
+// calls, taken as answered halfway through its round trip; calls made
+// while the first measure is under way wait for it), and moves
 // every time it writes or reads by that, so a hold of "a second from now"
 // ends a second after the throttle for every process, whatever their
 // clocks say. The measure's error (half the round trip, and whole

@@ -49,6 +49,7 @@ func New(client redis.UniversalClient, opts ...Option) heed.Gate {
 		inFlight: newTakes(),
 		local:    newLocal(),
 		infer:    true,
+		clock:    newFleetClock(),
 
 		reassertEvery: reassertEvery,
 	}
@@ -74,7 +75,7 @@ type gate struct {
 	warn     warner
 	inFlight *takes // the buckets of this process's sends in flight
 	local    *local // what this process knows, beside Redis
-	clock    fleetClock
+	clock    *fleetClock
 
 	reassertEvery time.Duration // tests set another
 }
