@@ -256,7 +256,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if sent.Sub(passed) >= holdRecheck {
 			// It waited for a slot after the gate let it through: a hold
 			// may have been set meanwhile, here or elsewhere.
-			if sent, err = c.awaitHold(attempt, true, "gate"); err != nil {
+			if sent, _, err = c.awaitHold(attempt, true, "gate"); err != nil {
 				c.done(nil, 0, sent, false, false)
 				c.releaseSlot(nil)
 				c.wentCeiling(false)
@@ -339,20 +339,20 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		var hint time.Duration
 		var source string
-		hinted, held := false, false
+		hinted := false
+		// A gate shared with others hears of a hold before it hears the
+		// send answered, a round trip sooner: sends the fleet admits
+		// meanwhile are the fewer. heed's own gate hears it after, which
+		// reopens what the hold shuts.
+		shared := c.transport.own == nil
 		if v.Class == Throttled {
 			now, hint, source, hinted = c.waitFor(resp, v, sent)
-			if hinted && c.transport.own == nil {
-				// A gate shared with others hears of the hold before it
-				// hears the send answered, a round trip sooner: sends the
-				// fleet admits meanwhile are the fewer. heed's own gate
-				// hears it after, which reopens what the hold shuts.
+			if hinted && shared {
 				c.hold(now, hint)
-				held = true
 			}
 		}
 		c.done(resp, m, sent, resp != nil && v.Class != Throttled, v.Class == Deliver || v.Class == Terminal)
-		if v.Class == Throttled && hinted && !held {
+		if v.Class == Throttled && hinted && !shared {
 			c.hold(now, hint)
 		}
 

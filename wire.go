@@ -78,9 +78,8 @@ func (c *call) wired(out *http.Request, attempt int, now time.Time, forming bool
 // http writes the request once GotConn returns, whatever its context.
 func (check *wireCheck) gotConn(info httptrace.GotConnInfo) {
 	c := &check.call
-	held := c.holdEnd(false).After(time.Now())
-	_, err := c.awaitHold(check.attempt, false, "wire")
-	if held && err == nil {
+	_, waited, err := c.awaitHold(check.attempt, false, "wire")
+	if waited && err == nil {
 		// Caught by the hold, the send goes as one that waited for it at
 		// the gate: in the scope's pace, not with every other send the
 		// hold caught, all at its end.
@@ -100,29 +99,29 @@ func (check *wireCheck) gotConn(info httptrace.GotConnInfo) {
 // awaitHold waits out the scope's hold before attempt is written, as this
 // Transport and its gate know it, logged with source; or returns a
 // *DeferredError when that wait does not fit, or the context's error if it
-// ends first. It returns the time the hold was found over. A gate across
-// the network is asked when remote is set, and after any wait, since a
-// hold may have been set elsewhere meanwhile; heed's own gate, always.
-func (c *call) awaitHold(attempt int, remote bool, source string) (time.Time, error) {
+// ends first. It returns the time the hold was found over, and whether it
+// waited for it. A gate across the network is asked when remote is set,
+// and after any wait, since a hold may have been set elsewhere meanwhile;
+// heed's own gate, always.
+func (c *call) awaitHold(attempt int, remote bool, source string) (found time.Time, waited bool, err error) {
 	p := c.policy
 	c.lookName()
-	for {
+	for ; ; waited, remote = true, true {
 		until := c.holdEnd(remote)
 		now := time.Now()
 		if !until.After(now) {
-			return now, nil
+			return now, waited, nil
 		}
 		wait := until.Sub(now)
 		d := c.waitDecision(attempt, now, wait, reasonCoolingDown, source)
 		if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
-			return now, c.deferred(&d, attempt-1)
+			return now, waited, c.deferred(&d, attempt-1)
 		}
 		d.kind = EventGateWait
 		c.decide(zapcore.InfoLevel, &d)
 		if err := rules.Sleep(c.ctx, wait); err != nil {
-			return now, err
+			return now, waited, err
 		}
-		remote = true
 	}
 }
 
