@@ -69,6 +69,12 @@ type adaptive struct {
 	recent   []int64
 	recentAt int
 
+	// answeredAt is when the limiter last heard an answer; resumed is
+	// when the first send answered after a lull went (idle): the scope
+	// was idle before it, as when its herd sat out a backoff.
+	answeredAt time.Time
+	resumed    time.Time
+
 	paceState
 }
 
@@ -190,6 +196,10 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	others := a.flight.sub()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !a.answeredAt.IsZero() && now.Sub(a.answeredAt) >= a.idle() {
+		a.resumed = sent
+	}
+	a.answeredAt = now
 	if throttled {
 		if hint == 0 && others > 0 && a.ceil.refused(level, sent, now, &a.flight) {
 			a.active.Store(true)
@@ -265,7 +275,7 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 			// refusals, while a burst the server still drains is refused,
 			// cut from what it served in the last second, not from the
 			// last cut.
-			base = math.Max(base, a.servedIn(now.Add(-time.Second), now))
+			base = math.Max(base, a.servedRate(now))
 		}
 		if hint > 0 {
 			// The server said when one more send may go: pace at that,
@@ -475,6 +485,39 @@ func (a *adaptive) served(sent time.Time) {
 	}
 	a.recent[a.recentAt] = mono(sent)
 	a.recentAt = (a.recentAt + 1) % len(a.recent)
+}
+
+// Idle spans of the served rate.
+const (
+	// idleMin is the shortest lull in answers that makes a scope idle;
+	// idleSends, in sends at its pace, the lull that does when longer.
+	idleMin   = 250 * time.Millisecond
+	idleSends = 4
+	// idleSpan is the shortest span a served rate is taken over after a
+	// lull: the first answers after it are of a server that had rested.
+	idleSpan = 500 * time.Millisecond
+)
+
+// idle is how long a lull in answers makes the scope idle: idleMin, or
+// idleSends sends at the pace if longer. The caller holds the lock.
+func (a *adaptive) idle() time.Duration {
+	if a.enabled && a.fillRate > 0 {
+		return max(idleMin, time.Duration(idleSends/a.fillRate*float64(time.Second)))
+	}
+	return idleMin
+}
+
+// servedRate is the rate at which this Transport's sends were served in
+// the second before now, while the scope was sending: from the first
+// send after its last lull (resumed), when that was within the second,
+// over idleSpan at least. A second that was half a backoff is not half
+// the server's rate. The caller holds the lock.
+func (a *adaptive) servedRate(now time.Time) float64 {
+	from := now.Add(-time.Second)
+	if a.resumed.After(from) {
+		from = a.resumed
+	}
+	return a.servedIn(from, now) / max(now.Sub(from), idleSpan).Seconds()
 }
 
 // servedIn counts this Transport's served sends that went in [from, to).

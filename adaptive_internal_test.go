@@ -1,6 +1,7 @@
 package heed
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -197,36 +198,83 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a adaptive
 				a.peak.Store(4)
-				gap := time.Duration(float64(time.Second) / rate)
-				// Served at rate for two seconds.
-				for range int(2 * rate) {
-					sent := time.Now()
-					level := a.sent(sent)
-					time.Sleep(gap)
-					a.answered(time.Now(), sent, level, false, 0, -1)
-				}
-				// Ten refusals 20 ms apart, each of a send made after the
-				// last, with another in flight: a herd.
-				refuse := func() {
-					sent := time.Now()
-					time.Sleep(time.Millisecond)
-					a.mu.Lock()
-					a.paced(time.Now(), sent, 2, true, 0, 1, -1)
-					a.mu.Unlock()
-					time.Sleep(20 * time.Millisecond)
-				}
+				// Served at rate for two seconds, then ten refusals.
+				a.serveAt(rate, 2*time.Second)
 				for range 10 {
-					refuse()
+					a.refuseInHerd()
 				}
 				assert.GreaterOrEqual(t, a.fillRate, 0.5*rate, "not below most of what was served: %.1f/s", a.fillRate)
 				// Refused alone for over a second: the server serves less.
 				for range 70 {
-					refuse()
+					a.refuseInHerd()
 				}
 				assert.Less(t, a.fillRate, 0.2*rate, "down, once nothing is served: %.1f/s", a.fillRate)
 			})
 		})
 	}
+}
+
+// TestAdaptiveCutsFromWhatWasServedWhileSending: a herd refused with no
+// hint sits out its backoff, idle, and is refused again soon after it
+// resumes; the cuts stop at most of what was served since it resumed, not
+// at what the second before the refusals served, which the lull thins
+// out. Served without a lull, the cut is as before, and a slow scope's
+// gaps are not lulls.
+func TestAdaptiveCutsFromWhatWasServedWhileSending(t *testing.T) {
+	tests := []struct {
+		rate float64       // served, a second
+		lull time.Duration // the backoff the herd sat out; 0: none
+		min  float64       // the least pace left, as a share of rate
+		max  float64       // the most, as a share of rate
+	}{
+		{20, 500 * time.Millisecond, 0.4, 0.7},
+		{50, 500 * time.Millisecond, 0.4, 0.7},
+		{100, 800 * time.Millisecond, 0.4, 0.7},
+		{50, time.Second, 0.4, 0.7},
+		{50, 0, 0.4, 0.7},
+		{2, 0, 0.3, 0.7}, // one send every half second: no lull between
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%g/s, lull %v", tt.rate, tt.lull), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				a.peak.Store(4)
+				a.serveAt(tt.rate, 300*time.Millisecond)
+				a.refuseInHerd() // the herd's first refusals: paced from here
+				time.Sleep(tt.lull)
+				a.serveAt(tt.rate, 300*time.Millisecond)
+				for range 10 {
+					a.refuseInHerd()
+				}
+				assert.GreaterOrEqual(t, a.fillRate, tt.min*tt.rate, "paced at %.1f/s", a.fillRate)
+				assert.LessOrEqual(t, a.fillRate, tt.max*tt.rate, "paced at %.1f/s", a.fillRate)
+			})
+		})
+	}
+}
+
+// serveAt sends one send at a time, each answered served 1/rate after it
+// went, for d.
+func (a *adaptive) serveAt(rate float64, d time.Duration) {
+	gap := time.Duration(float64(time.Second) / rate)
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		sent := time.Now()
+		level := a.sent(sent)
+		time.Sleep(gap)
+		a.answered(time.Now(), sent, level, false, 0, -1)
+	}
+}
+
+// refuseInHerd answers a refusal with no hint of a send made now, after
+// the last, with another in flight (a herd's), a millisecond on, and
+// waits 20 ms more.
+func (a *adaptive) refuseInHerd() {
+	sent := time.Now()
+	time.Sleep(time.Millisecond)
+	a.mu.Lock()
+	a.paced(time.Now(), sent, 2, true, 0, 1, -1)
+	a.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
 }
 
 // firstHerd sends served+refused sends at once, and answers them 10 ms on:
