@@ -490,19 +490,21 @@ func (a *adaptive) served(sent time.Time) {
 // Idle spans of the served rate.
 const (
 	// idleMin is the shortest lull in answers that makes a scope idle;
-	// idleSends, in sends at its pace, the lull that does when longer.
+	// idleSends, in sends at its pace, the lull that does when longer, up
+	// to idleMax: half a second, the least of a first default backoff.
 	idleMin   = 250 * time.Millisecond
+	idleMax   = 500 * time.Millisecond
 	idleSends = 4
 	// idleSpan is the shortest span a served rate is taken over after a
 	// lull: the first answers after it are of a server that had rested.
 	idleSpan = 500 * time.Millisecond
 )
 
-// idle is how long a lull in answers makes the scope idle: idleMin, or
-// idleSends sends at the pace if longer. The caller holds the lock.
+// idle is how long a lull in answers makes the scope idle: idleSends
+// sends at the pace, from idleMin to idleMax. The caller holds the lock.
 func (a *adaptive) idle() time.Duration {
 	if a.enabled && a.fillRate > 0 {
-		return max(idleMin, time.Duration(idleSends/a.fillRate*float64(time.Second)))
+		return min(max(idleMin, time.Duration(idleSends/a.fillRate*float64(time.Second))), idleMax)
 	}
 	return idleMin
 }

@@ -126,30 +126,50 @@ func (a *adaptive) waitAndSend(now time.Time) time.Duration {
 	return w
 }
 
+// TestAdaptiveReleasesTheBurstAfterALongHint: a herd throttled with a
+// hint of a second is paced from the reopen, where the sends the server
+// served at once go at once, but for the last of four or more: a bucket may
+// have refilled that one while the herd arrived, so it goes at the pace,
+// twice the burst over the cycle. The next goes a pace later.
 func TestAdaptiveReleasesTheBurstAfterALongHint(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var a adaptive
-		sent := time.Now()
-		for range 16 {
-			a.waitAndSend(sent)
-		}
-		time.Sleep(10 * time.Millisecond)
-		for range 6 {
-			a.release(sent, 1, -1) // served
-		}
-		for range 10 {
-			a.answered(time.Now(), sent, 0, true, time.Second, -1) // "come back in 1s"
-		}
-		assert.True(t, a.enabled, "a herd throttled with a long hint is paced at the reopen")
-		assert.True(t, a.long)
-		time.Sleep(time.Second)
-		// At the reopen, the 6 the server served at once go at once; the
-		// seventh waits for the pace.
-		for i := range 6 {
-			assert.Zero(t, a.waitAndSend(time.Now()), "send %d of the burst", i+1)
-		}
-		assert.Positive(t, a.waitAndSend(time.Now()))
-	})
+	tests := []struct {
+		served, refused int
+		atOnce          int // sends the reopen lets go at once
+	}{
+		{6, 10, 5},
+		{12, 20, 11},
+		{4, 4, 3},
+		{3, 5, 3}, // below releaseMarginMin: the whole burst
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d served of %d", tt.served, tt.served+tt.refused), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				sent := time.Now()
+				for range tt.served + tt.refused {
+					a.waitAndSend(sent)
+				}
+				time.Sleep(10 * time.Millisecond)
+				for range tt.served {
+					a.release(sent, 1, -1) // served
+				}
+				for range tt.refused {
+					a.answered(time.Now(), sent, 0, true, time.Second, -1) // "come back in 1s"
+				}
+				assert.True(t, a.enabled, "a herd throttled with a long hint is paced at the reopen")
+				assert.True(t, a.long)
+				time.Sleep(time.Second)
+				for i := range tt.atOnce {
+					assert.Zero(t, a.waitAndSend(time.Now()), "send %d of the burst", i+1)
+				}
+				// The pace: twice the burst over the cycle, from the first
+				// send to the reopen.
+				interval := time.Duration(1010 * float64(time.Millisecond) / (2 * float64(tt.served)))
+				next := a.waitAndSend(time.Now())
+				assert.InDelta(t, float64(interval), float64(next), float64(time.Millisecond), "the send after those goes a pace on")
+			})
+		})
+	}
 }
 
 func TestReleaseFit(t *testing.T) {
@@ -234,22 +254,27 @@ func TestAdaptiveCutsFromWhatWasServedWhileSending(t *testing.T) {
 		{50, 0, 0.4, 0.7},
 		{2, 0, 0.3, 0.7}, // one send every half second: no lull between
 	}
+	// The measured rate's half-second buckets fall where the process's
+	// clock puts them: each set starts at four phases of them.
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%g/s, lull %v", tt.rate, tt.lull), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				var a adaptive
-				a.peak.Store(4)
-				a.serveAt(tt.rate, 300*time.Millisecond)
-				a.refuseInHerd() // the herd's first refusals: paced from here
-				time.Sleep(tt.lull)
-				a.serveAt(tt.rate, 300*time.Millisecond)
-				for range 10 {
-					a.refuseInHerd()
-				}
-				assert.GreaterOrEqual(t, a.fillRate, tt.min*tt.rate, "paced at %.1f/s", a.fillRate)
-				assert.LessOrEqual(t, a.fillRate, tt.max*tt.rate, "paced at %.1f/s", a.fillRate)
+		for _, phase := range []time.Duration{0, 125 * time.Millisecond, 250 * time.Millisecond, 375 * time.Millisecond} {
+			t.Run(fmt.Sprintf("%g/s, lull %v, phase %v", tt.rate, tt.lull, phase), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					time.Sleep(phase)
+					var a adaptive
+					a.peak.Store(4)
+					a.serveAt(tt.rate, 300*time.Millisecond)
+					a.refuseInHerd() // the herd's first refusals: paced from here
+					time.Sleep(tt.lull)
+					a.serveAt(tt.rate, 300*time.Millisecond)
+					for range 10 {
+						a.refuseInHerd()
+					}
+					assert.GreaterOrEqual(t, a.fillRate, tt.min*tt.rate, "paced at %.1f/s", a.fillRate)
+					assert.LessOrEqual(t, a.fillRate, tt.max*tt.rate, "paced at %.1f/s", a.fillRate)
+				})
 			})
-		})
+		}
 	}
 }
 

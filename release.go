@@ -81,6 +81,11 @@ const (
 	// releaseMinSpan is the shortest span a fit is made over: client-side
 	// timing is too coarse below it.
 	releaseMinSpan = 50 * time.Millisecond
+	// The first reopen lets go the burst less releaseBurstMargin of it,
+	// rounded down, a send at least, when the burst is releaseMarginMin or
+	// more.
+	releaseBurstMargin = 0.1
+	releaseMarginMin   = 4
 	// releaseMargin is the share of a fitted rate heed paces at.
 	releaseMargin = 0.9
 	// releaseProbe is how long after a fit the pace is back at the fitted
@@ -123,7 +128,8 @@ func (a *adaptive) begin(now time.Time) {
 	if !r.begins(now) {
 		return
 	}
-	if r.firstEp {
+	first := r.firstEp
+	if first {
 		r.firstEp = false
 		// The first episode's served sends, late answers included, are
 		// the burst the server serves at once. The rate past it starts at
@@ -147,6 +153,12 @@ func (a *adaptive) begin(now time.Time) {
 	// flight, and a send at least. It is then paced at no more than the
 	// drain.
 	r.let = a.capacity
+	if first && r.let >= releaseMarginMin {
+		// The burst, learned from the herd, may count sends a bucket
+		// refilled while the herd arrived: let go at once, they would be
+		// refused, and cost a hold; paced, they cost a few milliseconds.
+		r.let -= math.Max(1, math.Floor(releaseBurstMargin*r.let))
+	}
 	if r.drainEp > 0 {
 		r.drain, r.drainEp = r.drainEp, 0
 	}
