@@ -69,11 +69,12 @@ type adaptive struct {
 	recent   []int64
 	recentAt int
 
-	// answeredAt is when the limiter last heard an answer; resumed is
-	// when the first send answered after a lull went (idle): the scope
-	// was idle before it, as when its herd sat out a backoff.
-	answeredAt time.Time
-	resumed    time.Time
+	// answeredAt is when the limiter last heard an answer; lullFrom and
+	// lullTo, the last lull in its answers (idle), as when the scope's
+	// herd sat out a backoff: from the answer before it to the one that
+	// ended it.
+	answeredAt       time.Time
+	lullFrom, lullTo time.Time
 
 	paceState
 }
@@ -196,10 +197,7 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	others := a.flight.sub()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.answeredAt.IsZero() && now.Sub(a.answeredAt) >= a.idle() {
-		a.resumed = sent
-	}
-	a.answeredAt = now
+	a.heard(now)
 	if throttled {
 		if hint == 0 && others > 0 && a.ceil.refused(level, sent, now, &a.flight) {
 			a.active.Store(true)
@@ -509,17 +507,31 @@ func (a *adaptive) idle() time.Duration {
 	return idleMin
 }
 
+// heard records an answer heard at now, and the lull it ended, if any.
+// The caller holds the lock.
+func (a *adaptive) heard(now time.Time) {
+	if !a.answeredAt.IsZero() && now.Sub(a.answeredAt) >= a.idle() {
+		a.lullFrom, a.lullTo = a.answeredAt, now
+	}
+	a.answeredAt = now
+}
+
 // servedRate is the rate at which this Transport's sends were served in
-// the second before now, while the scope was sending: from the first
-// send after its last lull (resumed), when that was within the second,
-// over idleSpan at least. A second that was half a backoff is not half
-// the server's rate. The caller holds the lock.
+// the second before now, while the scope was sending: the second less the
+// part of its last lull in it, over idleSpan at least. A second that was
+// half a backoff is not half the server's rate. The caller holds the
+// lock.
 func (a *adaptive) servedRate(now time.Time) float64 {
 	from := now.Add(-time.Second)
-	if a.resumed.After(from) {
-		from = a.resumed
+	span := time.Second
+	if a.lullTo.After(from) {
+		start := a.lullFrom
+		if start.Before(from) {
+			start = from
+		}
+		span -= a.lullTo.Sub(start)
 	}
-	return a.servedIn(from, now) / max(now.Sub(from), idleSpan).Seconds()
+	return a.servedIn(from, now) / max(span, idleSpan).Seconds()
 }
 
 // servedIn counts this Transport's served sends that went in [from, to).

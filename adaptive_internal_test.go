@@ -236,29 +236,35 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 
 // TestAdaptiveCutsFromWhatWasServedWhileSending: a herd refused with no
 // hint sits out its backoff, idle, and is refused again soon after it
-// resumes; the cuts stop at most of what was served since it resumed, not
-// at what the second before the refusals served, which the lull thins
-// out. Served without a lull, the cut is as before, and a slow scope's
-// gaps are not lulls.
+// resumes; the cuts stop at most of what was served in the second before
+// them less the lull, not at what that whole second served, which the
+// lull thins out. So too when the first answers after the lull are the
+// refusals. Served without a lull, the cut is as before; a slow scope,
+// whose every gap is a lull, is not cut below what it was served.
 func TestAdaptiveCutsFromWhatWasServedWhileSending(t *testing.T) {
 	tests := []struct {
 		rate float64       // served, a second
 		lull time.Duration // the backoff the herd sat out; 0: none
-		min  float64       // the least pace left, as a share of rate
-		max  float64       // the most, as a share of rate
+		// refusedFirst: after the lull, the refusals come before any
+		// served answer.
+		refusedFirst bool
+		min          float64 // the least pace left, as a share of rate
+		max          float64 // the most, as a share of rate
 	}{
-		{20, 500 * time.Millisecond, 0.4, 0.7},
-		{50, 500 * time.Millisecond, 0.4, 0.7},
-		{100, 800 * time.Millisecond, 0.4, 0.7},
-		{50, time.Second, 0.4, 0.7},
-		{50, 0, 0.4, 0.7},
-		{2, 0, 0.3, 0.7}, // one send every half second: no lull between
+		{20, 500 * time.Millisecond, false, 0.4, 0.7},
+		{50, 500 * time.Millisecond, false, 0.4, 0.7},
+		{100, 800 * time.Millisecond, false, 0.4, 0.7},
+		{50, time.Second, false, 0.4, 0.7},
+		{50, 500 * time.Millisecond, true, 0.25, 0.7},
+		{100, 600 * time.Millisecond, true, 0.25, 0.7},
+		{50, 0, false, 0.4, 0.7},
+		{2, 0, false, 0.3, 1.4}, // one send every half second: each gap a lull
 	}
 	// The measured rate's half-second buckets fall where the process's
 	// clock puts them: each set starts at four phases of them.
 	for _, tt := range tests {
 		for _, phase := range []time.Duration{0, 125 * time.Millisecond, 250 * time.Millisecond, 375 * time.Millisecond} {
-			t.Run(fmt.Sprintf("%g/s, lull %v, phase %v", tt.rate, tt.lull, phase), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%g/s, lull %v, refused first %v, phase %v", tt.rate, tt.lull, tt.refusedFirst, phase), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					time.Sleep(phase)
 					var a adaptive
@@ -266,7 +272,9 @@ func TestAdaptiveCutsFromWhatWasServedWhileSending(t *testing.T) {
 					a.serveAt(tt.rate, 300*time.Millisecond)
 					a.refuseInHerd() // the herd's first refusals: paced from here
 					time.Sleep(tt.lull)
-					a.serveAt(tt.rate, 300*time.Millisecond)
+					if !tt.refusedFirst {
+						a.serveAt(tt.rate, 300*time.Millisecond)
+					}
 					for range 10 {
 						a.refuseInHerd()
 					}
@@ -292,11 +300,13 @@ func (a *adaptive) serveAt(rate float64, d time.Duration) {
 
 // refuseInHerd answers a refusal with no hint of a send made now, after
 // the last, with another in flight (a herd's), a millisecond on, and
-// waits 20 ms more.
+// waits 20 ms more: as answered does, but for the learned cap, which
+// would take a herd's refusal with no hint.
 func (a *adaptive) refuseInHerd() {
 	sent := time.Now()
 	time.Sleep(time.Millisecond)
 	a.mu.Lock()
+	a.heard(time.Now())
 	a.paced(time.Now(), sent, 2, true, 0, 1, -1)
 	a.mu.Unlock()
 	time.Sleep(20 * time.Millisecond)

@@ -76,10 +76,10 @@ var timeScript = redis.NewScript(`return redis.call('TIME')`)
 // sync measures the offset, when it was not measured in the last
 // clockCheck, by clockSamples TIME calls, each taken to have been answered
 // halfway through its round trip. One caller measures while the others use
-// the last measure, or, before the first, wait for it, until their ctx
-// ends: a process's own clock is never taken as Redis's while a measure of
-// it is under way. A failed measure keeps the last (none, an offset of 0,
-// when the first fails), and is tried again after clockRetry.
+// the last measure, or, while the first is under way, wait for it, until
+// their ctx ends. A failed measure keeps the last, and is tried again after
+// clockRetry: until one succeeds, a process whose first measure failed
+// takes its own clock as Redis's (an offset of 0), without waiting.
 func (g *gate) sync(ctx context.Context) {
 	c := g.clock
 	now := int64(time.Since(clockBase)) + 1
