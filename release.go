@@ -14,8 +14,9 @@ import (
 // as a fixed window's does, or a few milliseconds after the throttle, as a
 // token bucket's that rounds its wait up to a second does. The release
 // treats either as a bucket of its own: a burst, what the server served at
-// once when the herd first ran into it, let go at each hold's end, and
-// then a rate. Against a window, the sends past the burst are refused at
+// once when the herd first ran into it, let go at each hold's end (a tenth
+// of it paced at the first, which may count sends a bucket refilled while
+// the herd arrived), and then a rate. Against a window, the sends past the burst are refused at
 // once and the next hold ends with the window; against a bucket they are
 // served, and the rate doubles every releaseStep until a send is refused.
 // That overshoot fits the rate: the most the server was seen to serve

@@ -2,6 +2,7 @@ package redisgate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -395,14 +396,55 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// slowTime is a client hook that answers the gate's TIME calls delay late,
-// as a loaded Redis or network would: the first clock measure takes three
-// of them.
-type slowTime struct{ delay time.Duration }
+// TestAFailedFirstMeasureIsNotAwaited: a call made while the first clock
+// measure is under way waits for it even when it fails; once it failed,
+// calls take the process's clock as Redis's (no measure) and wait for
+// none, until the measure is tried again a second on.
+func TestAFailedFirstMeasureIsNotAwaited(t *testing.T) {
+	s := startRedis(t)
+	for _, delay := range []time.Duration{150 * time.Millisecond, 400 * time.Millisecond} {
+		t.Run(delay.String(), func(t *testing.T) {
+			ctx := t.Context()
+			c := s.client(t)
+			c.AddHook(timeHook{delay: delay, fail: true})
+			g := New(c, patient).(*gate)
 
-func (slowTime) DialHook(next redis.DialHook) redis.DialHook { return next }
+			first := make(chan struct{})
+			go func() {
+				defer close(first)
+				_, _ = g.NotBefore(ctx, "s") // starts the measure, which fails
+			}()
+			require.Eventually(t, func() bool { return g.clock.checked.Load() != 0 }, time.Second, time.Millisecond, "the measure started")
+			began := time.Now()
+			during, cancel := context.WithTimeout(ctx, 4*delay)
+			defer cancel()
+			_, err := g.NotBefore(during, "s")
+			assert.NoError(t, err, "the measure ended before the call's own deadline")
+			assert.GreaterOrEqual(t, time.Since(began), delay/2, "a call during the first measure waited for it")
+			<-first
 
-func (h slowTime) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+			assert.Equal(t, clockMeasure{}, g.measured(), "a failed measure leaves none: an offset of 0")
+			began = time.Now()
+			after, cancelAfter := context.WithTimeout(ctx, 2*delay)
+			defer cancelAfter()
+			_, err = g.NotBefore(after, "s")
+			assert.NoError(t, err)
+			assert.Less(t, time.Since(began), delay/2, "once it failed, a call waits for no measure")
+		})
+	}
+}
+
+// timeHook is a client hook that answers the gate's TIME calls delay late,
+// as a loaded Redis or network would (the first clock measure takes three
+// of them), and with an error when fail is set.
+type timeHook struct {
+	delay time.Duration
+	fail  bool
+}
+
+func (timeHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h timeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if args := cmd.Args(); len(args) > 1 && args[1] == timeScript.Hash() {
 			select {
@@ -410,12 +452,17 @@ func (h slowTime) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+			if h.fail {
+				err := errors.New("redisgate test: TIME refused")
+				cmd.SetErr(err)
+				return err
+			}
 		}
 		return next(ctx, cmd)
 	}
 }
 
-func (slowTime) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (timeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
@@ -446,7 +493,7 @@ func TestCallsAwaitTheFirstClockMeasure(t *testing.T) {
 			prefix := WithPrefix(fmt.Sprintf("first%d:", i))
 			right := newGate(t, s, prefix, WithInferredQuota(false))
 			c := s.client(t)
-			c.AddHook(slowTime{delay: tt.delay})
+			c.AddHook(timeHook{delay: tt.delay})
 			fresh := New(c, patient, prefix, WithInferredQuota(false)).(*gate)
 			fresh.now = func() time.Time { return time.Now().Add(tt.skew) }
 			process := skewed{g: fresh, skew: tt.skew}
