@@ -69,13 +69,6 @@ type adaptive struct {
 	recent   []int64
 	recentAt int
 
-	// answeredAt is when the limiter last heard an answer; lullFrom and
-	// lullTo, the last lull in its answers (idle), as when the scope's
-	// herd sat out a backoff: from the answer before it to the one that
-	// ended it.
-	answeredAt       time.Time
-	lullFrom, lullTo time.Time
-
 	paceState
 }
 
@@ -197,7 +190,6 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	others := a.flight.sub()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.heard(now)
 	if throttled {
 		if hint == 0 && others > 0 && a.ceil.refused(level, sent, now, &a.flight) {
 			a.active.Store(true)
@@ -273,7 +265,7 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 			// refusals, while a burst the server still drains is refused,
 			// cut from what it served in the last second, not from the
 			// last cut.
-			base = math.Max(base, a.servedRate(now))
+			base = math.Max(base, a.servedIn(now.Add(-time.Second), now))
 		}
 		if hint > 0 {
 			// The server said when one more send may go: pace at that,
@@ -483,55 +475,6 @@ func (a *adaptive) served(sent time.Time) {
 	}
 	a.recent[a.recentAt] = mono(sent)
 	a.recentAt = (a.recentAt + 1) % len(a.recent)
-}
-
-// Idle spans of the served rate.
-const (
-	// idleMin is the shortest lull in answers that makes a scope idle;
-	// idleSends, in sends at its pace, the lull that does when longer, up
-	// to idleMax: half a second, the least of a first default backoff.
-	idleMin   = 250 * time.Millisecond
-	idleMax   = 500 * time.Millisecond
-	idleSends = 4
-	// idleSpan is the shortest span a served rate is taken over after a
-	// lull: the first answers after it are of a server that had rested.
-	idleSpan = 500 * time.Millisecond
-)
-
-// idle is how long a lull in answers makes the scope idle: idleSends
-// sends at the pace, from idleMin to idleMax. The caller holds the lock.
-func (a *adaptive) idle() time.Duration {
-	if a.enabled && a.fillRate > 0 {
-		return min(max(idleMin, time.Duration(idleSends/a.fillRate*float64(time.Second))), idleMax)
-	}
-	return idleMin
-}
-
-// heard records an answer heard at now, and the lull it ended, if any.
-// The caller holds the lock.
-func (a *adaptive) heard(now time.Time) {
-	if !a.answeredAt.IsZero() && now.Sub(a.answeredAt) >= a.idle() {
-		a.lullFrom, a.lullTo = a.answeredAt, now
-	}
-	a.answeredAt = now
-}
-
-// servedRate is the rate at which this Transport's sends were served in
-// the second before now, while the scope was sending: the second less the
-// part of its last lull in it, over idleSpan at least. A second that was
-// half a backoff is not half the server's rate. The caller holds the
-// lock.
-func (a *adaptive) servedRate(now time.Time) float64 {
-	from := now.Add(-time.Second)
-	span := time.Second
-	if a.lullTo.After(from) {
-		start := a.lullFrom
-		if start.Before(from) {
-			start = from
-		}
-		span -= a.lullTo.Sub(start)
-	}
-	return a.servedIn(from, now) / max(span, idleSpan).Seconds()
 }
 
 // servedIn counts this Transport's served sends that went in [from, to).

@@ -234,58 +234,6 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 	}
 }
 
-// TestAdaptiveCutsFromWhatWasServedWhileSending: a herd refused with no
-// hint sits out its backoff, idle, and is refused again soon after it
-// resumes; the cuts stop at most of what was served in the second before
-// them less the lull, not at what that whole second served, which the
-// lull thins out. So too when the first answers after the lull are the
-// refusals. Served without a lull, the cut is as before; a slow scope,
-// whose every gap is a lull, is not cut below what it was served.
-func TestAdaptiveCutsFromWhatWasServedWhileSending(t *testing.T) {
-	tests := []struct {
-		rate float64       // served, a second
-		lull time.Duration // the backoff the herd sat out; 0: none
-		// refusedFirst: after the lull, the refusals come before any
-		// served answer.
-		refusedFirst bool
-		min          float64 // the least pace left, as a share of rate
-		max          float64 // the most, as a share of rate
-	}{
-		{20, 500 * time.Millisecond, false, 0.4, 0.7},
-		{50, 500 * time.Millisecond, false, 0.4, 0.7},
-		{100, 800 * time.Millisecond, false, 0.4, 0.7},
-		{50, time.Second, false, 0.4, 0.7},
-		{50, 500 * time.Millisecond, true, 0.25, 0.7},
-		{100, 600 * time.Millisecond, true, 0.25, 0.7},
-		{50, 0, false, 0.4, 0.7},
-		{2, 0, false, 0.3, 1.4}, // one send every half second: each gap a lull
-	}
-	// The measured rate's half-second buckets fall where the process's
-	// clock puts them: each set starts at four phases of them.
-	for _, tt := range tests {
-		for _, phase := range []time.Duration{0, 125 * time.Millisecond, 250 * time.Millisecond, 375 * time.Millisecond} {
-			t.Run(fmt.Sprintf("%g/s, lull %v, refused first %v, phase %v", tt.rate, tt.lull, tt.refusedFirst, phase), func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					time.Sleep(phase)
-					var a adaptive
-					a.peak.Store(4)
-					a.serveAt(tt.rate, 300*time.Millisecond)
-					a.refuseInHerd() // the herd's first refusals: paced from here
-					time.Sleep(tt.lull)
-					if !tt.refusedFirst {
-						a.serveAt(tt.rate, 300*time.Millisecond)
-					}
-					for range 10 {
-						a.refuseInHerd()
-					}
-					assert.GreaterOrEqual(t, a.fillRate, tt.min*tt.rate, "paced at %.1f/s", a.fillRate)
-					assert.LessOrEqual(t, a.fillRate, tt.max*tt.rate, "paced at %.1f/s", a.fillRate)
-				})
-			})
-		}
-	}
-}
-
 // serveAt sends one send at a time, each answered served 1/rate after it
 // went, for d.
 func (a *adaptive) serveAt(rate float64, d time.Duration) {
@@ -306,7 +254,6 @@ func (a *adaptive) refuseInHerd() {
 	sent := time.Now()
 	time.Sleep(time.Millisecond)
 	a.mu.Lock()
-	a.heard(time.Now())
 	a.paced(time.Now(), sent, 2, true, 0, 1, -1)
 	a.mu.Unlock()
 	time.Sleep(20 * time.Millisecond)
