@@ -205,7 +205,7 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 		a.served(sent)
 	}
 	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.peak.Load() > 1) {
-		a.join(now, hint)
+		a.join(now, hint, false)
 	}
 	if !a.sharing() {
 		a.paced(now, sent, level, throttled, hint, others, room)
@@ -336,14 +336,19 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if hint < elsewhereHintLimit || !a.sends.Load() || !(herd || a.peak.Load() > 1 || a.enabled) {
-		return
-	}
+	teaches := hint >= elsewhereHintLimit && a.sends.Load() && (herd || a.peak.Load() > 1 || a.enabled)
 	if a.shared != nil {
-		a.join(now, hint)
+		// Any hold found while the gate paces the scope joins its pace,
+		// however little is left of it, and before this Transport has
+		// sent: its sends then go at the reopen in the fleet's pace,
+		// not at once on top of the burst the pace lets go.
+		a.join(now, hint, !teaches)
 		if a.joined && a.downUntil.IsZero() {
 			return // the gate's pace has it
 		}
+	}
+	if !teaches {
+		return
 	}
 	a.crowded = true
 	if (a.enabled && !now.After(a.lastThrottle)) || (a.enabled && !a.long) {

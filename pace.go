@@ -55,8 +55,9 @@ const paceRetry = time.Second
 // lasts (until its first reopen), or, before the pace has started, those
 // that went within hint before now, which whichever Transport starts it
 // keeps if it starts within a hint. Sends waiting on this Transport's
-// tokens take as many of the gate's.
-func (a *adaptive) join(now time.Time, hint time.Duration) {
+// tokens take as many of the gate's. With paced, it joins only a pace the
+// gate has started, and writes nothing otherwise.
+func (a *adaptive) join(now time.Time, hint time.Duration, paced bool) {
 	if a.shared == nil || a.joined || (!a.downUntil.IsZero() && now.Before(a.downUntil)) {
 		return
 	}
@@ -64,9 +65,17 @@ func (a *adaptive) join(now time.Time, hint time.Duration) {
 	own.rel.served = slices.Clone(own.rel.served)
 	waiting := math.Max(own.issued-own.granted, 0)
 	var shift float64
+	declined := false
 	_, err := a.shared.update(func(old []byte) []byte {
-		shift = 0
-		if !a.paceState.decode(old) {
+		shift, declined = 0, false
+		found := a.paceState.decode(old)
+		if paced && (!found || !a.enabled) {
+			a.paceState = own
+			a.rel.served = slices.Clone(own.rel.served)
+			declined = true
+			return old
+		}
+		if !found {
 			// No pace in the gate: this Transport's becomes it, tokens
 			// and all.
 			a.paceState = own
@@ -93,6 +102,12 @@ func (a *adaptive) join(now time.Time, hint time.Duration) {
 		}
 		return a.paceState.encode()
 	})
+	if declined || (err != nil && paced) {
+		// Nothing to join, or no telling: this Transport paces alone as
+		// it did, and a throttle of its own may join the pace later.
+		a.paceState = own
+		return
+	}
 	if err != nil {
 		// Not joined: this Transport paces alone, and asks again at its
 		// next throttle or hold found elsewhere, a paceRetry on.

@@ -185,3 +185,74 @@ func TestAFirstJoinerKeepsItsTokens(t *testing.T) {
 		assert.LessOrEqual(t, after, before+100*time.Millisecond, "waiting sends keep their places")
 	})
 }
+
+// TestALateTransportJoinsAStartedPace: a Transport that finds a hold at a
+// gate whose pace a herd elsewhere has started joins that pace, however
+// little is left of the hold and though it has sent nothing to the scope,
+// or one send at a time: at the reopen its sends take the pace's tokens,
+// so the fleet lets go one burst, not the burst and this Transport's
+// herd. Where the gate has no pace started, it joins nothing and writes
+// nothing.
+func TestALateTransportJoinsAStartedPace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		started bool          // a herd elsewhere started the gate's pace
+		left    time.Duration // what is left of the hold when it is found
+		lone    bool          // the late Transport sent one send before
+	}{
+		{"started, 900ms left", true, 900 * time.Millisecond, false},
+		{"started, 300ms left", true, 300 * time.Millisecond, false},
+		{"started, 20ms left, after a lone send", true, 20 * time.Millisecond, true},
+		{"not started, 300ms left", false, 300 * time.Millisecond, false},
+		{"not started, 20ms left, after a lone send", false, 20 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := NewGate().(*memGate)
+				herd := &adaptive{shared: &sharedPace{gate: g, scope: "s"}}
+				late := &adaptive{shared: &sharedPace{gate: g, scope: "s"}}
+				s := time.Now()
+				const served = 3
+				for range served + 2 {
+					herd.sent(s)
+				}
+				time.Sleep(5 * time.Millisecond)
+				for i := range served {
+					herd.answered(time.Now(), s, int64(served+2-i), false, 0, -1)
+				}
+				reopen := time.Now().Add(time.Second)
+				if tc.started {
+					herd.answered(time.Now(), s, 2, true, time.Second, -1)
+					herd.answered(time.Now(), s, 1, true, time.Second, -1)
+					if !herd.joined || !herd.enabled {
+						t.Fatal("setup: the herd did not start the gate's pace")
+					}
+				}
+				if tc.lone {
+					ls := time.Now()
+					late.sent(ls)
+					late.answered(time.Now(), ls, 1, false, 0, -1)
+				}
+				time.Sleep(time.Until(reopen.Add(-tc.left)))
+				before := seenOf(t, g, "s")
+				late.heldElsewhere(time.Now(), tc.left, false)
+				if !tc.started {
+					assert.False(t, late.joined, "no pace to join")
+					assert.Equal(t, before, seenOf(t, g, "s"), "nothing written")
+					return
+				}
+				assert.True(t, late.joined)
+				time.Sleep(time.Until(reopen))
+				// At the reopen the pace lets go its burst, the herd's
+				// served sends, between both Transports.
+				var waits []time.Duration
+				for range served + 1 {
+					_, w := late.reserve(time.Now())
+					waits = append(waits, w)
+				}
+				assert.Zero(t, waits[served-1], "the burst goes at once: %v", waits)
+				assert.Positive(t, waits[served], "the send past the burst waits for the pace: %v", waits)
+			})
+		})
+	}
+}
