@@ -107,16 +107,16 @@ type scopeState struct {
 	capacity        int64         // the learned window capacity S; 0: none
 	period          time.Duration // the learned window P
 	windows         int64         // predicted windows since S was learned
-	step            int64         // how many more than S a probe admits
 }
 
 // idle reports whether the state says nothing at now and can be forgotten.
 // An episode of the inferred quota is kept two periods (the last measured,
-// the learned, or a second, whichever is longest) from its start: a
-// throttle later than that would not agree with the last.
+// the learned, its own up to the hold that ends it, or a second, whichever
+// is longest) from its start: a throttle later than that would not agree
+// with the last.
 func (s *scopeState) idle(now time.Time) bool {
 	return s.inflight == 0 && !s.until.After(now) && (!s.known || !s.reset.After(now)) &&
-		(s.episodeStart.IsZero() || !now.Before(s.episodeStart.Add(2*max(s.lastPeriod, s.period, time.Second))))
+		(s.episodeStart.IsZero() || !now.Before(s.episodeStart.Add(2*max(s.lastPeriod, s.period, s.until.Sub(s.episodeStart), time.Second))))
 }
 
 func (g *memGate) NotBefore(_ context.Context, scope string) (time.Time, error) {
@@ -194,12 +194,8 @@ func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
 		}
 		s.available--
 	} else if g.infer && s.capacity > 0 {
-		limit := s.capacity
-		if s.probing() {
-			limit += s.step
-		}
-		if s.episodeTaken >= limit {
-			return s.episodeStart.Add(s.period), 0
+		if at := s.admits(now); at.After(now) {
+			return at, 0
 		}
 	}
 	s.inflight++
