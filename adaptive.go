@@ -332,7 +332,8 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 // sender of a fleet fits its share of the rate at the same overshoot. A
 // hold shorter than elsewhereHintLimit, or found before this Transport
 // sent anything, or by a lone caller (never more than one send in flight,
-// and none waiting: herd), paces nothing.
+// and none waiting: herd), paces nothing, save that it joins a pace the
+// gate has started.
 func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

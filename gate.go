@@ -107,6 +107,7 @@ type scopeState struct {
 	capacity        int64         // the learned window capacity S; 0: none
 	period          time.Duration // the learned window P
 	windows         int64         // predicted windows since S was learned
+	step            int64         // how many more than S a probe admits
 }
 
 // idle reports whether the state says nothing at now and can be forgotten.
@@ -194,8 +195,12 @@ func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
 		}
 		s.available--
 	} else if g.infer && s.capacity > 0 {
-		if at := s.admits(now); at.After(now) {
-			return at, 0
+		limit := s.capacity
+		if s.probing() {
+			limit += s.step
+		}
+		if s.episodeTaken >= limit {
+			return s.episodeStart.Add(s.period), 0
 		}
 	}
 	s.inflight++

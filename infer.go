@@ -30,31 +30,13 @@ func (s *scopeState) newEpisode(start time.Time) {
 // episode's number, which goes on counting.
 func (s *scopeState) forget() {
 	s.episodeStart, s.episodeTaken, s.episodeInflight, s.episodeServed, s.episodeHeldAt = time.Time{}, 0, 0, 0, time.Time{}
-	s.lastServed, s.lastPeriod, s.capacity, s.period, s.windows = 0, 0, 0, 0, 0
+	s.lastServed, s.lastPeriod, s.capacity, s.period, s.windows, s.step = 0, 0, 0, 0, 0, 0
 }
 
-// probing reports whether the current window is a probe, which admits
-// one more send than S.
+// probing reports whether the current window is a probe, which admits S
+// and step more sends.
 func (s *scopeState) probing() bool {
 	return s.windows%rules.InferProbe == 0
-}
-
-// admits returns when the current predicted window admits a send at now:
-// now, or the time to ask again. It admits S sends from its start; a probe
-// admits one more from halfway through it, when a window refuses it as it
-// would at once, but a bucket has refilled and serves it.
-func (s *scopeState) admits(now time.Time) time.Time {
-	end := s.episodeStart.Add(s.period)
-	switch {
-	case s.episodeTaken < s.capacity:
-		return now
-	case !s.probing() || s.episodeTaken > s.capacity:
-		return end
-	}
-	if half := s.episodeStart.Add(s.period / 2); now.Before(half) {
-		return half
-	}
-	return now
 }
 
 // advance ends the current episode when a hold has ended since it began
@@ -84,16 +66,13 @@ func (s *scopeState) advance(now time.Time) {
 			// Throttled after S served: a probe refused, or a send from
 			// elsewhere. The window served what it served; the hold's end
 			// is the next reopen.
-			s.capacity = served
+			s.capacity, s.step = served, 1
 		case s.capacity > 0:
 			s.capacity = 0 // the window moved or shrank: learn again
 			s.lastServed, s.lastPeriod = measurement(measured, served, period)
 		default:
 			if measured && agree(s.lastServed, s.lastPeriod, served, period) {
-				// The first predicted window is a probe: a bucket that
-				// rounds its wait up to a second looks like a window
-				// for two episodes, and serves the probe.
-				s.capacity, s.period, s.windows = served, max(period, s.lastPeriod), rules.InferProbe-1
+				s.capacity, s.period, s.windows, s.step = served, max(period, s.lastPeriod), 0, 1
 			}
 			s.lastServed, s.lastPeriod = measurement(measured, served, period)
 		}
@@ -107,9 +86,8 @@ func (s *scopeState) advance(now time.Time) {
 			return
 		}
 		if s.probing() && s.episodeServed > s.capacity {
-			// The probe was served: not a window of S. Forget it, and
-			// learn again from what the scope is refused at next.
-			s.capacity, s.lastServed, s.lastPeriod = 0, 0, 0
+			// The probe was served: probe again, twice as far.
+			s.capacity, s.step, s.windows = s.episodeServed, 2*s.step, rules.InferProbe-1
 		}
 		s.newEpisode(end)
 	case s.episodeStart.IsZero():

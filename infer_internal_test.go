@@ -1,7 +1,6 @@
 package heed
 
 import (
-	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -76,50 +75,13 @@ func serveAll(g *memGate, n int) {
 
 // learn runs the two throttled windows that teach g a capacity of 40: the
 // first episode runs from the first send, the second from the first
-// window's reopen, and they agree. The first predicted window is a probe,
-// which a window refuses (confirm). It returns the last reopen.
+// window's reopen, and they agree. It returns the last reopen.
 func learn(t *testing.T, g *memGate) time.Time {
 	t.Helper()
 	for range 2 {
 		throttledWindow(t, g, 45, 40)
 	}
-	confirm(t, g)
 	return time.Now()
-}
-
-// confirm runs the first predicted window of a learned capacity of 40
-// against a fixed window: it admits 40 at once and the probe's one more
-// halfway through, which the server refuses with a hold to the window's
-// end; the test sleeps until then.
-func confirm(t *testing.T, g *memGate) {
-	t.Helper()
-	reopen := time.Now()
-	n, half := capped(g, 45)
-	period := g.scopes["s"].period
-	require.Equal(t, 40, n, "the first predicted window admits S at once")
-	require.Equal(t, reopen.Add(period/2), half, "and the probe's send halfway through it")
-	serveAll(g, n)
-	time.Sleep(time.Until(half))
-	n, end := capped(g, 45)
-	require.Equal(t, 1, n, "the probe: one more than S")
-	require.Equal(t, reopen.Add(period), end, "the rest held to the window's end")
-	g.done("s", nil, false, g.scopes["s"].episode, time.Now())
-	require.NoError(t, g.Hold(t.Context(), "s", end))
-	sleepToHold(t, g)
-	require.Equal(t, int64(40), g.scopes["s"].capacity, "the probe refused: S stands")
-}
-
-// probeWindow takes sends of a probe window until the gate holds the rest
-// to the window's end: those it admits at once, then those it admits from
-// halfway through, and the window's end.
-func probeWindow(t *testing.T, g *memGate) (atOnce, half int, end time.Time) {
-	t.Helper()
-	atOnce, at := capped(g, 60)
-	start := g.scopes["s"].episodeStart
-	require.Equal(t, start.Add(g.scopes["s"].period/2), at, "a probe's sends past S wait for halfway")
-	time.Sleep(time.Until(at))
-	half, end = capped(g, 60)
-	return atOnce, half, end
 }
 
 func TestInferredQuotaLearnsAfterTwoStableEpisodes(t *testing.T) {
@@ -202,28 +164,30 @@ func TestInferredQuotaKeepsSWhenThrottledAfterIt(t *testing.T) {
 	})
 }
 
-// TestInferredQuotaProbes: every InferProbe-th predicted window admits one
-// more than S, halfway through. Served, it shows no window of S (the
-// capacity grew, or the scope is a bucket): S is forgotten and learned
-// again from the next refusals. Refused, S stands.
-func TestInferredQuotaProbes(t *testing.T) {
+func TestInferredQuotaProbeRaisesS(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := NewGate(WithInferredQuota(true)).(*memGate)
 		learn(t, g)
-		for w := 1; w < rules.InferProbe; w++ {
+		for w := 1; w <= rules.InferProbe; w++ {
 			n, until := capped(g, 45)
-			require.Equal(t, 40, n, "predicted window %d", w)
-			serveAll(g, n)
+			want := 40
+			if w == rules.InferProbe {
+				want = 41
+			}
+			require.Equal(t, want, n, "predicted window %d", w)
+			serveAll(g, n) // the server has room for 41
 			time.Sleep(time.Until(until))
 		}
-		atOnce, half, until := probeWindow(t, g)
-		require.Equal(t, 40, atOnce, "the probe window admits S at once")
-		require.Equal(t, 1, half, "and one more halfway through")
-		serveAll(g, 41) // the server has room for 41
-		time.Sleep(time.Until(until))
-		n, _ := capped(g, 60)
-		assert.Equal(t, 60, n, "the probe was served: S is forgotten")
-		assert.Zero(t, g.scopes["s"].capacity)
+		n, _ := capped(g, 45)
+		assert.Equal(t, 41+2, n, "the probe was served: S is 41, and the next window probes twice as far")
+		assert.Equal(t, int64(41), g.scopes["s"].capacity)
+		// The server has room for 42: the 43rd is throttled.
+		time.Sleep(10 * time.Millisecond)
+		serveAll(g, 42)
+		require.NoError(t, g.Hold(t.Context(), "s", time.Now().Add(time.Second)))
+		sleepToHold(t, g)
+		n, _ = capped(g, 45)
+		assert.Equal(t, 42, n, "S is what the window served, and the probes stop")
 	})
 	synctest.Test(t, func(t *testing.T) {
 		g := NewGate(WithInferredQuota(true)).(*memGate)
@@ -235,12 +199,9 @@ func TestInferredQuotaProbes(t *testing.T) {
 			time.Sleep(time.Until(until))
 		}
 		// The probe is refused: S stands.
-		atOnce, half, end := probeWindow(t, g)
-		require.Equal(t, 40, atOnce)
-		require.Equal(t, 1, half)
-		serveAll(g, 40)
-		g.done("s", nil, false, g.scopes["s"].episode, time.Now())
-		require.NoError(t, g.Hold(t.Context(), "s", end))
+		eps := burst(t, g, 41)
+		time.Sleep(10 * time.Millisecond)
+		answer(t, g, eps, 40, time.Second)
 		sleepToHold(t, g)
 		n, _ := capped(g, 45)
 		assert.Equal(t, 40, n, "the probe was refused: S stands")
@@ -315,9 +276,7 @@ func TestInferredQuotaOffSwitch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := g.(*memGate)
-				for range 2 {
-					throttledWindow(t, g, 45, 40)
-				}
+				learn(t, g)
 				n, _ := capped(g, 60)
 				assert.Equal(t, 60, n)
 				assert.Zero(t, g.scopes["s"].capacity)
@@ -465,38 +424,4 @@ func TestInferredQuotaCheckOnlyLearns(t *testing.T) {
 		assert.Equal(t, 45, n, "an episode that agrees with a late one learns nothing")
 		assert.Zero(t, g.scopes["s"].capacity)
 	})
-}
-
-// TestInferredQuotaUnlearnsABucket: a token bucket that rounds its wait up
-// to whole seconds looks like a window for two episodes (a herd sends
-// more than its burst at once, and is refused a hint later), so the gate
-// learns S. The first predicted window is a probe, whose send past S goes
-// halfway through it: the bucket has refilled, and serves it, and S is
-// forgotten at the window's end: the pace is the adaptive limiter's
-// again.
-func TestInferredQuotaUnlearnsABucket(t *testing.T) {
-	for _, tc := range []struct {
-		burst int
-		hint  time.Duration
-	}{{6, time.Second}, {10, time.Second}, {40, time.Second}, {10, 2 * time.Second}} {
-		t.Run(fmt.Sprintf("burst %d, hint %v", tc.burst, tc.hint), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				g := NewGate(WithInferredQuota(true)).(*memGate)
-				for range 2 {
-					eps := burst(t, g, tc.burst+5)
-					time.Sleep(10 * time.Millisecond)
-					answer(t, g, eps, tc.burst, tc.hint)
-					sleepToHold(t, g)
-				}
-				atOnce, half, end := probeWindow(t, g)
-				require.Equal(t, tc.burst, atOnce, "S learned from the two episodes")
-				require.Equal(t, 1, half)
-				serveAll(g, atOnce+half)
-				time.Sleep(time.Until(end))
-				n, _ := capped(g, 3*tc.burst)
-				assert.Equal(t, 3*tc.burst, n, "the probe was served: S forgotten, nothing capped")
-				assert.Zero(t, g.scopes["s"].capacity)
-			})
-		})
-	}
 }

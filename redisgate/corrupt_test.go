@@ -13,7 +13,7 @@ import (
 
 // hashFields are the fields of a scope's hash (see scripts.go).
 var hashFields = []string{"u", "k", "a", "r", "m", "s", "b", "n", "o",
-	"e", "t", "x", "v", "l", "p", "c", "w", "q", "h"}
+	"e", "t", "x", "v", "l", "p", "c", "w", "q", "g", "h"}
 
 // TestCorruptFieldsAreIgnored: whatever a field of a scope's hash holds,
 // set by hand, alone or in a hash that says something, every call answers

@@ -150,9 +150,8 @@ var quotaSequences = []struct {
 		sleepTo(1010*time.Millisecond),
 		take(0, 3), served(2), refused(2020*time.Millisecond),
 		sleepTo(2020*time.Millisecond),
-		// S is 2 and P 1010ms. The first predicted window is a probe: the
-		// third waits for halfway through it.
-		take(0, 2), take(2525*time.Millisecond, 1),
+		// S is 2 and P 1010ms: the third waits for the predicted window.
+		take(0, 2), take(3030*time.Millisecond, 1),
 		served(2),
 		sleepTo(3030*time.Millisecond),
 		take(0, 2), take(4040*time.Millisecond, 1),
@@ -161,24 +160,6 @@ var quotaSequences = []struct {
 		sleepTo(4500*time.Millisecond),
 		take(0, 3),
 	)},
-	{"inferred quota: a bucket that looks like a window is unlearned", steps(
-		// A token bucket of burst 2 that rounds its wait up to a second
-		// refuses a herd's third send at once in both episodes: S is 2
-		// and P 1010ms, as for a window.
-		take(0, 3), served(2), refused(1010*time.Millisecond),
-		sleepTo(1010*time.Millisecond),
-		take(0, 3), served(2), refused(2020*time.Millisecond),
-		sleepTo(2020*time.Millisecond),
-		// The first predicted window is a probe: its third send goes
-		// halfway through, and the bucket, refilled, serves it.
-		take(0, 2), take(2525*time.Millisecond, 1),
-		sleepTo(2525*time.Millisecond),
-		take(0, 1), take(3030*time.Millisecond, 1),
-		served(3),
-		// Served, the probe shows no window of 2: S is forgotten.
-		sleepTo(3030*time.Millisecond),
-		take(0, 5),
-	)},
 	{"inferred quota: a window of two seconds is learned", steps(
 		// The first episode is kept until its hold ends, though that is
 		// more than two seconds after it began.
@@ -186,7 +167,7 @@ var quotaSequences = []struct {
 		sleepTo(2010*time.Millisecond),
 		take(0, 3), served(2), refused(4020*time.Millisecond),
 		sleepTo(4020*time.Millisecond),
-		take(0, 2), take(5025*time.Millisecond, 1),
+		take(0, 2), take(6030*time.Millisecond, 1),
 	)},
 	{"inferred quota: a scope idle for a whole window forgets S", steps(
 		// A server that serves 1 a window: S is 1 and P 1010ms after
@@ -208,7 +189,7 @@ var quotaSequences = []struct {
 		sleepTo(1200*time.Millisecond),
 		take(0, 3), served(2), sleepTo(1400*time.Millisecond), refused(2400*time.Millisecond),
 		sleepTo(2400*time.Millisecond),
-		take(0, 2), take(3000*time.Millisecond, 1), // the probe's, halfway
+		take(0, 2), take(3600*time.Millisecond, 1),
 	)},
 	{"inferred quota: a client's own rhythm is not the window", steps(
 		// A client that sends a burst every 2.5s, each throttled at once

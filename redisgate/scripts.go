@@ -35,6 +35,7 @@ import "github.com/redis/go-redis/v9"
 //	c  the learned window capacity S; 0: none
 //	w  the learned window P
 //	q  predicted windows since S was learned
+//	g  how many more than S a probe admits
 //
 // Every field is read as absent (0) unless it is a whole number in its
 // range: a time (u, r, t, h) from 0 to the horizon ahead of now, a period
@@ -59,7 +60,7 @@ local ahead = now + horizon
 local maxc = 1e15
 local dirty = false -- the hash must be written back
 local f = redis.pcall('HMGET', key, 'u', 'k', 'a', 'r', 'm', 's', 'b', 'n', 'o',
-  'e', 't', 'x', 'v', 'l', 'p', 'c', 'w', 'q', 'h')
+  'e', 't', 'x', 'v', 'l', 'p', 'c', 'w', 'q', 'g', 'h')
 if f.err then
   -- Not a hash: replaced.
   redis.call('DEL', key)
@@ -94,7 +95,8 @@ local p = field(15, 0, horizon)
 local c = field(16, 0, maxc)
 local w = field(17, 0, horizon)
 local q = field(18, 0, maxc)
-local h = field(19, 0, ahead)
+local g = field(19, 0, maxc)
+local h = field(20, 0, ahead)
 local ttl = redis.call('PTTL', key)
 if ttl == -1 or ttl > horizon then
   dirty = true
@@ -117,7 +119,7 @@ end
 -- expired yet: its expiry has a margin.
 if keep() <= now then
   u, k, a, r, m, s, b, n, o = 0, 0, 0, 0, 0, 0, 0, 0, 0
-  t, x, v, l, p, c, w, q, h = 0, 0, 0, 0, 0, 0, 0, 0, 0
+  t, x, v, l, p, c, w, q, g, h = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 end
 -- A send counts in flight while its bucket is b or b-1: a process that
 -- dies mid-request leaks it for two lifetimes at most. A caller whose
@@ -155,7 +157,7 @@ local function save()
   redis.call('HSET', key, 'u', int(u), 'k', int(k), 'a', int(a), 'r', int(r), 'm', int(m),
     's', int(s), 'b', int(b), 'n', int(n), 'o', int(o),
     'e', int(e), 't', int(t), 'x', int(x), 'v', int(v), 'l', int(l), 'p', int(p),
-    'c', int(c), 'w', int(w), 'q', int(q), 'h', int(h))
+    'c', int(c), 'w', int(w), 'q', int(q), 'g', int(g), 'h', int(h))
   redis.call('PEXPIRE', key, int(math.min(till - now + margin, horizon)))
 end
 `
@@ -229,17 +231,16 @@ if infer then
       -- Throttled after S served: the window served what it served, and
       -- the hold's end reopens.
       c = served
+      g = 1
     elseif c > 0 then
       c = 0
       l, p = measurement(measured, served, per)
     else
       if measured and agree(l, p, served, per) then
-        -- The first predicted window is a probe: a bucket that rounds
-        -- its wait up to a second looks like a window for two episodes,
-        -- and serves the probe.
         c = served
         w = math.max(per, p)
-        q = probe - 1
+        q = 0
+        g = 1
       end
       l, p = measurement(measured, served, per)
     end
@@ -255,11 +256,10 @@ if infer then
       episode(now)
     else
       if q % probe == 0 and v > c then
-        -- The probe was served: not a window of S. Forget it, and learn
-        -- again from what the scope is refused at next.
-        c = 0
-        l = 0
-        p = 0
+        -- The probe was served: probe again, twice as far.
+        c = v
+        g = 2 * g
+        q = probe - 1
       end
       episode(fin)
     end
@@ -283,19 +283,11 @@ if k == 1 then
   end
   a = a - 1
 elseif infer and c > 0 then
-  -- S sends from the window's start; a probe's one more from halfway
-  -- through it, which a window refuses as it would at once, but a bucket
-  -- has refilled for.
   local lim = c
-  if q % probe == 0 then lim = lim + 1 end
+  if q % probe == 0 then lim = lim + g end
   if x >= lim then
     if dirty then save() end
     return {t + w, -1, 0}
-  end
-  local half = t + math.floor(w / 2)
-  if x >= c and now < half then
-    if dirty then save() end
-    return {half, -1, 0}
   end
 end
 n = n + 1

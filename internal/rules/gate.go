@@ -12,10 +12,9 @@ const (
 	// their answers may give sends back. The rechecks end at the reset.
 	QuotaRecheck = 10 * time.Millisecond
 
-	// InferProbe is how often a learned window capacity S is probed: the
-	// first predicted window and every InferProbe-th after it admit one
-	// more send than S, halfway through the window; a probe served forgets
-	// S.
+	// InferProbe is how often a learned window capacity S is probed: every
+	// InferProbe-th predicted window admits one more send than S, and while
+	// probes are served, the next window probes again, twice as far.
 	InferProbe = 8
 
 	// PaceKeep is how long a gate keeps a scope's pace without a change.
