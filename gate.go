@@ -181,7 +181,8 @@ func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
 		return s.until, 0
 	}
 	if g.infer {
-		s.advance(now)
+		p := g.paces[scope]
+		s.advance(now, p != nil && p.state != nil && now.Sub(p.at) < rules.PaceKeep)
 	}
 	if s.known && !s.reset.After(now) {
 		s.known = false // the quota's window is over

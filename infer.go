@@ -10,9 +10,10 @@ import (
 )
 
 // WithInferredQuota turns on or off the inferred quota: a scope seen to
-// serve S sends per period P in its last two episodes is admitted S per P
-// from each reopen, probing S+1 now and then; it only ever sends later than
-// the server asked (docs/inferred-quota.md). Default: off.
+// serve S sends per period P in its last two episodes, while it has no
+// shared pace, is admitted S per P from each reopen, probing S+1 now and
+// then; it only ever sends later than the server asked
+// (docs/inferred-quota.md). Default: off.
 func WithInferredQuota(on bool) GateOption {
 	return gateOptionFunc(func(g *memGate) { g.infer = on })
 }
@@ -42,7 +43,10 @@ func (s *scopeState) probing() bool {
 // advance ends the current episode when a hold has ended since it began
 // (a throttle ended it), or, with a learned capacity, when its predicted
 // window is over; and starts one at now when there is none. until <= now.
-func (s *scopeState) advance(now time.Time) {
+// While the scope has a shared pace (paced), nothing is learned: a herd
+// paces it, and the pace's release tells a window from a token bucket that
+// rounds its wait up to a second, which two episodes cannot.
+func (s *scopeState) advance(now time.Time, paced bool) {
 	switch {
 	case s.until.After(s.episodeStart):
 		served, period := s.episodeServed, s.until.Sub(s.episodeStart)
@@ -71,7 +75,7 @@ func (s *scopeState) advance(now time.Time) {
 			s.capacity = 0 // the window moved or shrank: learn again
 			s.lastServed, s.lastPeriod = measurement(measured, served, period)
 		default:
-			if measured && agree(s.lastServed, s.lastPeriod, served, period) {
+			if measured && !paced && agree(s.lastServed, s.lastPeriod, served, period) {
 				s.capacity, s.period, s.windows, s.step = served, max(period, s.lastPeriod), 0, 1
 			}
 			s.lastServed, s.lastPeriod = measurement(measured, served, period)

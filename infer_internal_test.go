@@ -1,6 +1,7 @@
 package heed
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -424,4 +425,34 @@ func TestInferredQuotaCheckOnlyLearns(t *testing.T) {
 		assert.Equal(t, 45, n, "an episode that agrees with a late one learns nothing")
 		assert.Zero(t, g.scopes["s"].capacity)
 	})
+}
+
+// TestInferredQuotaLearnsNothingWhileThePaceIsShared: a token bucket that
+// rounds its wait up to whole seconds looks like a window for two
+// episodes. Where a herd paces the scope through the gate, the pace's
+// release tells the two apart, so the gate learns no window from them, at
+// any burst or hint; without a shared pace it does (the other tests).
+func TestInferredQuotaLearnsNothingWhileThePaceIsShared(t *testing.T) {
+	for _, tc := range []struct {
+		burst int
+		hint  time.Duration
+	}{{6, time.Second}, {10, time.Second}, {40, time.Second}, {10, 2 * time.Second}} {
+		t.Run(fmt.Sprintf("burst %d, hint %v", tc.burst, tc.hint), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := NewGate(WithInferredQuota(true)).(*memGate)
+				for i := range 3 {
+					eps := burst(t, g, tc.burst+5)
+					if i == 0 {
+						require.NoError(t, g.Pace(t.Context(), "s", func([]byte) []byte { return []byte("a pace") }))
+					}
+					time.Sleep(10 * time.Millisecond)
+					answer(t, g, eps, tc.burst, tc.hint)
+					sleepToHold(t, g)
+				}
+				n, _ := capped(g, 3*tc.burst)
+				assert.Equal(t, 3*tc.burst, n, "nothing capped")
+				assert.Zero(t, g.scopes["s"].capacity)
+			})
+		})
+	}
 }

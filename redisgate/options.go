@@ -76,7 +76,9 @@ func WithMaxInFlight(d time.Duration) Option {
 // heed.WithInferredQuota does for heed.NewGate: a scope throttled window
 // after window, with the same number of sends served each time and each
 // throttle early in its window (its hold lasting at least half the
-// period), is held to that number a window. Default: on, unlike heed.NewGate's, since a
+// period), and with no shared pace (a herd's Transports pace it through
+// the gate, and the pace tells a window from a bucket), is held to that
+// number a window. Default: on, unlike heed.NewGate's, since a
 // gate the fleet shares sees the fleet's traffic; turn it off when other
 // clients, outside the gate, spend the same quota. Gates sharing a prefix
 // should agree: a gate with it off neither learns nor obeys a learned

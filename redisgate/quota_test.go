@@ -17,7 +17,7 @@ import (
 // step is one call to a gate in a quota sequence. Times are offsets from
 // the sequence's start.
 type step struct {
-	op    string        // take, done, hold, nb (NotBefore) or sleep
+	op    string        // take, done, hold, nb (NotBefore), pace or sleep
 	left  int64         // done: the remaining a response published; -1: none
 	at    time.Duration // done: the reset; hold: the hold; sleep: until when
 	want  time.Duration // take, nb: the time answered; 0: the zero time
@@ -36,6 +36,10 @@ func done(left int64, reset time.Duration) step {
 	return step{op: "done", left: left, at: reset}
 }
 func hold(until time.Duration) step { return step{op: "hold", at: until} }
+
+// paced is a herd's Transport joining the scope's shared pace: the gate
+// keeps a pace state (opaque to it) for the scope.
+func paced() step { return step{op: "pace"} }
 
 // refused is the answer of a throttled send, which then holds the scope
 // until the hint's end.
@@ -169,6 +173,18 @@ var quotaSequences = []struct {
 		sleepTo(4020*time.Millisecond),
 		take(0, 2), take(6030*time.Millisecond, 1),
 	)},
+	{"inferred quota: nothing is learned while the scope's pace is shared", steps(
+		// The same throttled windows as the first sequence, but a herd
+		// paces the scope through the gate, its first throttle on: the
+		// pace tells a window from a bucket, so the gate holds nothing.
+		take(0, 3), paced(), served(2), refused(1010*time.Millisecond),
+		sleepTo(1010*time.Millisecond),
+		take(0, 3), served(2), refused(2020*time.Millisecond),
+		sleepTo(2020*time.Millisecond),
+		take(0, 3), served(2), refused(3030*time.Millisecond),
+		sleepTo(3030*time.Millisecond),
+		take(0, 4),
+	)},
 	{"inferred quota: a scope idle for a whole window forgets S", steps(
 		// A server that serves 1 a window: S is 1 and P 1010ms after
 		// these two windows, and the next window opens at 3030ms.
@@ -282,6 +298,8 @@ func TestQuotaMatchesMemGate(t *testing.T) {
 						require.NoError(t, g.g.Done(ctx, "s", q, !st.throttled))
 					case "hold":
 						require.NoError(t, g.g.Hold(ctx, "s", start.Add(st.at)))
+					case "pace":
+						require.NoError(t, g.g.(heed.PaceGate).Pace(ctx, "s", func([]byte) []byte { return []byte("a pace") }))
 					case "nb":
 						got, err := g.g.NotBefore(ctx, "s")
 						require.NoError(t, err)

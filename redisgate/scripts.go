@@ -6,7 +6,9 @@ import "github.com/redis/go-redis/v9"
 
 // The scripts share one prelude, which reads the scope's hash and ages its
 // sends in flight, and one save function, which writes the hash back with
-// its expiry. Every script takes KEYS[1], the scope's hash, and ARGV[1],
+// its expiry. Every script takes KEYS[1], the scope's hash, KEYS[2], its
+// pace's (in the same hash slot: the take script reads only whether it
+// exists), and ARGV[1],
 // now; ARGV[2], the in-flight lifetime; ARGV[3], the expiry margin;
 // ARGV[4], the horizon; ARGV[5], the hold this process knows of the scope
 // (0: none), which the prelude sets if it is later than the hash's: all in
@@ -236,7 +238,10 @@ if infer then
       c = 0
       l, p = measurement(measured, served, per)
     else
-      if measured and agree(l, p, served, per) then
+      -- Nothing is learned while the scope has a shared pace: a herd
+      -- paces it, and the pace tells a window from a token bucket that
+      -- rounds its wait up to a second, which two episodes cannot.
+      if measured and redis.call('EXISTS', KEYS[2]) == 0 and agree(l, p, served, per) then
         c = served
         w = math.max(per, p)
         q = 0
