@@ -58,6 +58,15 @@ type GateOption interface {
 	applyGate(*memGate)
 }
 
+// pace returns the scope's pace state, nil when it has none or it was
+// unchanged for rules.PaceKeep. The caller holds g.mu.
+func (g *memGate) pace(scope string, now time.Time) []byte {
+	if p := g.paces[scope]; p != nil && now.Sub(p.at) < rules.PaceKeep {
+		return p.state
+	}
+	return nil
+}
+
 type gateOptionFunc func(*memGate)
 
 func (f gateOptionFunc) applyGate(g *memGate) { f(g) }
@@ -181,8 +190,7 @@ func (g *memGate) take(scope string, now time.Time) (time.Time, int64) {
 		return s.until, 0
 	}
 	if g.infer {
-		p := g.paces[scope]
-		s.advance(now, p != nil && p.state != nil && now.Sub(p.at) < rules.PaceKeep)
+		s.advance(now, g.pace(scope, now) != nil)
 	}
 	if s.known && !s.reset.After(now) {
 		s.known = false // the quota's window is over
@@ -307,10 +315,7 @@ func (g *memGate) Pace(_ context.Context, scope string, update func([]byte) []by
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	p := g.paces[scope]
-	var old []byte
-	if p != nil && now.Sub(p.at) < rules.PaceKeep {
-		old = p.state
-	}
+	old := g.pace(scope, now)
 	b := update(old)
 	if b == nil {
 		if p != nil {

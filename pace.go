@@ -70,9 +70,7 @@ func (a *adaptive) join(now time.Time, hint time.Duration, paced bool) {
 		shift, declined = 0, false
 		found := a.paceState.decode(old)
 		if paced && (!found || !a.enabled) {
-			a.paceState = own
-			a.rel.served = slices.Clone(own.rel.served)
-			declined = true
+			declined = true // own is restored below
 			return old
 		}
 		if !found {

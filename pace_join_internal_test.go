@@ -256,3 +256,38 @@ func TestALateTransportJoinsAStartedPace(t *testing.T) {
 		})
 	}
 }
+
+// TestAFailedLateJoinLeavesThePaceAlone: a late Transport whose attempt to
+// join a started pace the gate fails, whether it ran the update or not,
+// stays unjoined with its own pace as it was, and is not told to wait
+// before its next attempt: its first throttle may still join.
+func TestAFailedLateJoinLeavesThePaceAlone(t *testing.T) {
+	for _, run := range []bool{false, true} {
+		t.Run(map[bool]string{false: "not run", true: "ran, unstored"}[run], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := &failGate{memGate: NewGate().(*memGate)}
+				herd := &adaptive{shared: &sharedPace{gate: g, scope: "s"}}
+				late := &adaptive{shared: &sharedPace{gate: g, scope: "s"}}
+				s := time.Now()
+				for range 3 {
+					herd.sent(s)
+				}
+				time.Sleep(5 * time.Millisecond)
+				herd.answered(time.Now(), s, 3, false, 0, -1)
+				herd.answered(time.Now(), s, 2, true, time.Second, -1)
+				if !herd.joined || !herd.enabled {
+					t.Fatal("setup: the herd did not start the gate's pace")
+				}
+				before := late.paceState.encode()
+				g.fail, g.run = true, run
+				late.heldElsewhere(time.Now(), 300*time.Millisecond, false)
+				assert.False(t, late.joined)
+				assert.True(t, late.downUntil.IsZero(), "no wait before the next attempt")
+				assert.Equal(t, before, late.paceState.encode(), "its pace as it was")
+				g.fail = false
+				late.heldElsewhere(time.Now(), 200*time.Millisecond, false)
+				assert.True(t, late.joined, "the next hold found joins")
+			})
+		})
+	}
+}
