@@ -38,7 +38,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		// A send in a named limit waits for its request scope's hold
 		// too (named.go); a limit learned during any wait holds it.
-		c.lookName()
+		c.lookName(true)
 		nb := c.scopeHold(now)
 		scopeHeld := !nb.IsZero()
 		if !scopeHeld {
@@ -252,7 +252,7 @@ func (c *call) done(resp *http.Response, m marks, now time.Time, served, last bo
 			c.room = r
 			q = &Quota{Remaining: r, Reset: now.Add(min(reset, c.transport.maxHold))}
 			if c.takenIn != c.scope && r == 0 {
-				c.transport.named.held(c.scope, c.takenAs, q.Reset) // a named limit spent: its names are kept till then
+				c.held(c.takenAs, q.Reset) // a named limit spent: its names are kept till then
 			}
 			if !c.local.published.Load() {
 				c.local.published.Store(true)
@@ -300,7 +300,7 @@ func (c *call) hold(now time.Time, hint time.Duration) {
 		// and its sends are checked at the wire for a while.
 		c.local.throttledAt.Store(mono(now))
 		c.local.stated(now)
-		c.transport.named.held(c.scope, c.holdAs, until)
+		c.held(c.holdAs, until)
 		if err := c.transport.gate.Hold(c.ctx, c.holdIn, until); err != nil {
 			c.decide(zapcore.WarnLevel, &decision{kind: EventGateError, route: c.policy.name, method: c.req.Method, url: c.req.URL, err: err})
 		}

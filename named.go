@@ -35,10 +35,12 @@ import (
 // global one (X-RateLimit-Global: true, X-RateLimit-Scope: global), holds
 // every send of the scope.
 //
-// Named limits are kept apart only in a Transport's own gate (Transport.
-// split): in a gate given by WithGate, which other Transports share, one
-// that has not learned the names would send into a limit held there, so
-// the whole scope is held, as for any server.
+// Named limits are kept apart in a Transport's own gate, and in a gate
+// given by WithGate that keeps paces (Transport.split): there the
+// Transports sharing it share what they learned of the names too
+// (fleetnames.go), since one that has not would send into a limit held
+// there. In a gate of another kind, the whole scope is held, as for any
+// server.
 
 // Bounds on what a Transport keeps of named limits: request scopes with
 // names, shapes per scope (past it, a shape learned anew takes the place
@@ -91,18 +93,18 @@ func (n *names) lookup(scope string, req *http.Request) string {
 }
 
 // learn records that the server counted req, of scope, against name, and
-// reports whether req's shape now counts against it. It does not when the
-// bounds are full of limits that hold: forgetting one would send into its
-// hold, so the new name is not learned, and its answer holds the whole
-// request scope instead.
-func (n *names) learn(scope string, req *http.Request, name string) bool {
+// reports whether req's shape now counts against it, and whether that is
+// news. It does not count when the bounds are full of limits that hold:
+// forgetting one would send into its hold, so the new name is not
+// learned, and its answer holds the whole request scope instead.
+func (n *names) learn(scope string, req *http.Request, name string) (counts, news bool) {
 	k := shape(req)
 	n.mu.RLock()
 	sn := n.scopes[scope]
 	same := sn != nil && sn.shapes[k] == name
 	n.mu.RUnlock()
 	if same {
-		return true
+		return true, false
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -112,14 +114,14 @@ func (n *names) learn(scope string, req *http.Request, name string) bool {
 	}
 	if sn = n.scopes[scope]; sn == nil {
 		if len(n.scopes) >= namedScopesKeep && !n.forgetScope(now) {
-			return false
+			return false, false
 		}
 		sn = &scopeNames{live: make(map[string]time.Time), shapes: make(map[string]string), votes: make(map[string]int)}
 		n.scopes[scope] = sn
 	}
 	if _, known := sn.shapes[k]; !known {
 		if len(sn.shapes) >= namedKeep && !sn.forgetOne(now) {
-			return false
+			return false, false
 		}
 		if strings.HasPrefix(name, "resource ") && (sn.votes[name] > 0 || len(sn.votes) < namedVotesKeep) {
 			sn.votes[name]++
@@ -132,7 +134,7 @@ func (n *names) learn(scope string, req *http.Request, name string) bool {
 	}
 	sn.shapes[k] = name
 	n.any.Store(true)
-	return true
+	return true, true
 }
 
 // holds reports whether one of sn's named limits holds at now.
@@ -191,14 +193,15 @@ func (sn *scopeNames) forgetOne(now time.Time) bool {
 }
 
 // held records that scope's limit name holds, or has spent its quota,
-// until then.
-func (n *names) held(scope, name string, until time.Time) {
+// until then, and reports whether it did not hold before.
+func (n *names) held(scope, name string, until time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	sn := n.scopes[scope]
 	if sn == nil || !until.After(sn.live[name]) {
-		return
+		return false
 	}
+	began := !sn.live[name].After(time.Now())
 	if _, ok := sn.live[name]; !ok && len(sn.live) >= namedLook {
 		// Names whose holds are over go; those that hold stay, however
 		// many, till they end.
@@ -210,19 +213,24 @@ func (n *names) held(scope, name string, until time.Time) {
 		}
 	}
 	sn.live[name] = until
+	return began
 }
 
 // elect returns the default resource: the one named for most shapes when
 // first answered, if at least two and more than half of them; else none.
-func (sn *scopeNames) elect() string {
+func (sn *scopeNames) elect() string { return electFrom(sn.votes) }
+
+// electFrom returns the default resource of votes, the count of shapes
+// first answered with each resource (scopeNames.elect).
+func electFrom(votes map[string]int) string {
 	best, total := "", 0
-	for name, n := range sn.votes {
+	for name, n := range votes {
 		total += n
-		if n > sn.votes[best] || (n == sn.votes[best] && name < best) {
+		if n > votes[best] || (n == votes[best] && name < best) {
 			best = name
 		}
 	}
-	if n := sn.votes[best]; n >= 2 && 2*n > total {
+	if n := votes[best]; n >= 2 && 2*n > total {
 		return best
 	}
 	return ""
@@ -328,7 +336,7 @@ func (c *call) answerScope(resp *http.Response, m marks, throttled bool) {
 	switch {
 	case global:
 		c.holdIn = c.scope
-	case name != "" && c.transport.named.learn(c.scope, c.req, name):
+	case name != "" && c.learn(name):
 		c.holdIn, c.holdAs = namedScope(c.scope, name, c.req), name
 		c.named, c.namedAs = c.holdIn, name
 		if left, state := remainingField(resp.Header, hdrXRemaining); throttled && state == remainingValid && left > 0 {
@@ -344,13 +352,37 @@ func (c *call) answerScope(resp *http.Response, m marks, throttled bool) {
 	}
 }
 
+// learn records that the server counted the call's request against name,
+// and tells the fleet's names if that is news (fleetnames.go); it reports
+// whether the request's shape now counts against name.
+func (c *call) learn(name string) bool {
+	counts, news := c.transport.named.learn(c.scope, c.req, name)
+	if news && c.transport.fleet != nil {
+		c.transport.fleet.sync(c.ctx, &c.transport.named, false)
+	}
+	return counts
+}
+
+// held records that the call's scope's limit name holds, or has spent its
+// quota, until then, and tells the fleet's names when it begins to.
+func (c *call) held(name string, until time.Time) {
+	if c.transport.named.held(c.scope, name, until) && c.transport.fleet != nil {
+		c.transport.fleet.sync(c.ctx, &c.transport.named, false)
+	}
+}
+
 // lookName sets the limit the call's next send is admitted in from what
-// the Transport knows now: another call may have learned the shape's name
-// since this one began, or while it waited. A limit this call's answers
-// named is kept when the Transport no longer knows the shape.
-func (c *call) lookName() {
+// the Transport knows now, merged first, with merge, with what the fleet
+// knows when its gate is shared (fleetnames.go): another call may have
+// learned the shape's name since this one began, or while it waited. A
+// limit this call's answers named is kept when the Transport no longer
+// knows the shape.
+func (c *call) lookName(merge bool) {
 	if !c.transport.split {
 		return
+	}
+	if merge && c.transport.fleet != nil {
+		c.transport.fleet.refresh(c.ctx, &c.transport.named, c.scope, c.req)
 	}
 	if name := c.transport.named.lookup(c.scope, c.req); name != "" {
 		c.named, c.namedAs = namedScope(c.scope, name, c.req), name

@@ -91,7 +91,24 @@ func discord(bucket string, remaining int, resetAfter time.Duration, global bool
 // host. MaxWait is a second, so every hold longer defers: a request held
 // is deferred at the gate, unsent.
 func TestServerNamedScopes(t *testing.T) {
-	tests := []struct {
+	for _, tc := range namedRuns() {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := &namedAPI{}
+				tr := heed.New(api, heed.WithPolicy(heed.Policy{MaxWait: time.Second}))
+				runNamed(t, api, tc.steps, func(int) http.RoundTripper { return tr })
+			})
+		})
+	}
+}
+
+// namedRuns are the server-named scopes runs: GitHub's resources, and
+// Discord's buckets.
+func namedRuns() []struct {
+	name  string
+	steps []namedStep
+} {
+	return []struct {
 		name  string
 		steps []namedStep
 	}{
@@ -136,47 +153,45 @@ func TestServerNamedScopes(t *testing.T) {
 			{method: "GET", path: "/guilds/9/members", status: 200, header: discord("efgh", 9, 10*time.Second, false), want: "served"},
 		}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				api := &namedAPI{}
-				client := &http.Client{Transport: heed.New(api, heed.WithPolicy(heed.Policy{MaxWait: time.Second}))}
-				for i, step := range tc.steps {
-					time.Sleep(step.after)
-					api.mu.Lock()
-					api.step, api.got = step, nil
-					api.mu.Unlock()
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					req, err := http.NewRequestWithContext(ctx, step.method, "https://api.test"+step.path, nil)
-					require.NoError(t, err)
-					start := time.Now()
-					resp, err := client.Do(req)
-					cancel()
-					var de *heed.DeferredError
-					switch step.want {
-					case "served":
-						require.NoError(t, err, "step %d", i)
-						assert.Equal(t, step.status, resp.StatusCode, "step %d", i)
-						_ = resp.Body.Close()
-						assert.Equal(t, start, time.Now(), "step %d: sent at once", i)
-					case "deferred":
-						require.True(t, errors.As(err, &de), "step %d: %v", i, err)
-						assert.Equal(t, 1, de.Attempts, "step %d", i)
-					case "gate":
-						require.True(t, errors.As(err, &de), "step %d: %v", i, err)
-						assert.Zero(t, de.Attempts, "step %d: deferred at the gate", i)
-					}
-					api.mu.Lock()
-					got := len(api.got)
-					api.mu.Unlock()
-					if step.want == "gate" {
-						assert.Zero(t, got, "step %d: %s %s reached the server", i, step.method, step.path)
-					} else {
-						assert.Equal(t, 1, got, "step %d: %s %s", i, step.method, step.path)
-					}
-				}
-			})
-		})
+}
+
+// runNamed sends each step's request through the Transport through(i)
+// gives step i, and checks what the caller sees and what reached api.
+func runNamed(t *testing.T, api *namedAPI, steps []namedStep, through func(i int) http.RoundTripper) {
+	t.Helper()
+	for i, step := range steps {
+		time.Sleep(step.after)
+		api.mu.Lock()
+		api.step, api.got = step, nil
+		api.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, step.method, "https://api.test"+step.path, nil)
+		require.NoError(t, err)
+		start := time.Now()
+		resp, err := (&http.Client{Transport: through(i)}).Do(req)
+		cancel()
+		var de *heed.DeferredError
+		switch step.want {
+		case "served":
+			require.NoError(t, err, "step %d", i)
+			assert.Equal(t, step.status, resp.StatusCode, "step %d", i)
+			_ = resp.Body.Close()
+			assert.Equal(t, start, time.Now(), "step %d: sent at once", i)
+		case "deferred":
+			require.True(t, errors.As(err, &de), "step %d: %v", i, err)
+			assert.Equal(t, 1, de.Attempts, "step %d", i)
+		case "gate":
+			require.True(t, errors.As(err, &de), "step %d: %v", i, err)
+			assert.Zero(t, de.Attempts, "step %d: deferred at the gate", i)
+		}
+		api.mu.Lock()
+		got := len(api.got)
+		api.mu.Unlock()
+		if step.want == "gate" {
+			assert.Zero(t, got, "step %d: %s %s reached the server", i, step.method, step.path)
+		} else {
+			assert.Equal(t, 1, got, "step %d: %s %s", i, step.method, step.path)
+		}
 	}
 }
 

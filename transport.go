@@ -39,9 +39,10 @@ type Transport struct {
 	observe func(Event)
 	times   timeSource // each request's start (timesource.go)
 
-	named names    // limits servers named, per request scope (named.go)
-	split bool     // the gate is this Transport's own: named limits are kept apart in it
-	own   *memGate // the gate, when split and it infers nothing: scopes' sends may bypass it (bypass.go)
+	named names       // limits servers named, per request scope (named.go)
+	split bool        // named limits are kept apart in the gate: heed's own, or a PaceGate
+	fleet *fleetNames // with a PaceGate given: the names its Transports share (fleetnames.go)
+	own   *memGate    // the gate, when split and it infers nothing: scopes' sends may bypass it (bypass.go)
 
 	scopesMu sync.RWMutex
 	scopes   map[string]*scopeLocal
@@ -66,8 +67,13 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 		t.split = true
 		t.own = t.gate.(*memGate)
 	} else {
-		// A gate given may be shared: so is the pace, if it keeps one.
+		// A gate given may be shared: so is the pace, if it keeps one,
+		// and the names of the limits servers name, kept apart in it.
 		t.paces, _ = t.gate.(PaceGate)
+		if t.paces != nil {
+			t.split = true
+			t.fleet = &fleetNames{gate: t.paces}
+		}
 	}
 	t.admit = newAdmission(t.gate)
 	t.heard = t.observe != nil || t.slog != nil || t.zapped

@@ -98,6 +98,17 @@
 // costs none. When Redis fails, Pace returns its error and the Transport
 // paces on its own copy for a second before it asks again.
 //
+// The same store keeps, under a scope no request has, what the fleet's
+// Transports learned of the limits servers name (GitHub's
+// x-ratelimit-resource, Discord's X-RateLimit-Bucket): each shape's name
+// and until when each named limit holds, so that a spent search limit
+// holds the search calls of every process, one that has never sent a
+// search included, and no core call. Each Transport merges with it at
+// most once a second, and before the send of a shape it has not seen
+// answered in a scope whose server names its limits: one round trip, and
+// a write only when it changes (docs/pacing.md, "Limits the server
+// names").
+//
 // # Failing open
 //
 // Redis is an aid, never a dependency: every Redis call is bounded by

@@ -1,0 +1,296 @@
+package heed
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heed-go/heed/internal/rules"
+)
+
+// sampleFleetNames is a fleet's names of two hosts: GitHub's, with core
+// the default and search held, and Discord's buckets.
+func sampleFleetNames() []byte {
+	return []byte(`{"s":{"api.github.com":{"t":946684800000,"f":"resource core","v":{"resource core":2,"resource search":1},` +
+		`"n":{"GET /repos/o/r":"resource core","GET /user":"resource core","GET /search/issues":"resource search"},` +
+		`"l":{"resource search":946684860000}},` +
+		`"discord.com":{"t":946684800000,"n":{"POST /api/v10/channels/{}/messages":"bucket abcd"}}}}`)
+}
+
+// FuzzFleetNames: whatever state a gate holds, reading it as the fleet's
+// names gives names within their bounds, or none; what is read encodes
+// and reads again alike, and merges and is absorbed within the bounds.
+func FuzzFleetNames(f *testing.F) {
+	f.Add(sampleFleetNames())
+	f.Add([]byte(`{"s":{}}`))
+	f.Add([]byte(`{"s":{"h":{"t":1,"n":{"GET /x":"resource"}}}}`))
+	f.Add([]byte(`{"s":{"h":null}}`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tab, ok := decodeFleetNames(b)
+		if !ok {
+			return
+		}
+		again, err := json.Marshal(tab)
+		require.NoError(t, err)
+		back, ok := decodeFleetNames(again)
+		require.True(t, ok, "a decoded state does not decode once encoded: %s", again)
+		twice, err := json.Marshal(back)
+		require.NoError(t, err)
+		require.Equal(t, string(again), string(twice), "encoding is not stable")
+		now := time.UnixMilli(946684830000)
+		var n names
+		n.absorb(tab, now)
+		assert.LessOrEqual(t, len(n.scopes), namedScopesKeep)
+		tab.merge(n.export(now), now)
+		assert.LessOrEqual(t, len(tab.Scopes), fleetScopesKeep)
+		for _, s := range tab.Scopes {
+			assert.LessOrEqual(t, len(s.Shapes), fleetShapesKeep)
+			assert.LessOrEqual(t, len(s.Votes), namedVotesKeep)
+			assert.LessOrEqual(t, len(s.Live), fleetLiveKeep)
+		}
+		merged, err := json.Marshal(tab)
+		require.NoError(t, err)
+		_, ok = decodeFleetNames(merged)
+		assert.True(t, ok, "a merged state does not decode: %s", merged)
+	})
+}
+
+// TestDecodeFleetNames: a state heed did not write, or out of bounds, is
+// not read; the sample is.
+func TestDecodeFleetNames(t *testing.T) {
+	many := func(n int, entry func(i int) string) string {
+		s := ""
+		for i := range n {
+			if i > 0 {
+				s += ","
+			}
+			s += entry(i)
+		}
+		return s
+	}
+	tests := []struct {
+		name  string
+		state string
+		ok    bool
+	}{
+		{"the sample", string(sampleFleetNames()), true},
+		{"no scopes", `{"s":{}}`, true},
+		{"none", ``, false},
+		{"not JSON", `{"s":`, false},
+		{"no scope map", `{}`, false},
+		{"a null scope", `{"s":{"h":null}}`, false},
+		{"an empty scope name", `{"s":{"":{"t":1}}}`, false},
+		{"a name of no kind", `{"s":{"h":{"t":1,"n":{"GET /x":"core"}}}}`, false},
+		{"a name with a space", `{"s":{"h":{"t":1,"n":{"GET /x":"resource a b"}}}}`, false},
+		{"a bucket default", `{"s":{"h":{"t":1,"f":"bucket abcd"}}}`, false},
+		{"a bucket vote", `{"s":{"h":{"t":1,"v":{"bucket abcd":1}}}}`, false},
+		{"a vote of 0", `{"s":{"h":{"t":1,"v":{"resource core":0}}}}`, false},
+		{"a shape with no path", `{"s":{"h":{"t":1,"n":{"GET":"resource core"}}}}`, false},
+		{"a shape with a control byte", "{\"s\":{\"h\":{\"t\":1,\"n\":{\"GET /a\\u0001\":\"resource core\"}}}}", false},
+		{"a live name of no kind", `{"s":{"h":{"t":1,"l":{"core":5}}}}`, false},
+		{"too many scopes", `{"s":{` + many(fleetScopesKeep+1, func(i int) string { return `"h` + strconv.Itoa(i) + `":{"t":1}` }) + `}}`, false},
+		{"scopes at the bound", `{"s":{` + many(fleetScopesKeep, func(i int) string { return `"h` + strconv.Itoa(i) + `":{"t":1}` }) + `}}`, true},
+		{"too many shapes", `{"s":{"h":{"t":1,"n":{` + many(fleetShapesKeep+1, func(i int) string { return `"GET /` + strconv.Itoa(i) + `":"resource core"` }) + `}}}}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ok := decodeFleetNames([]byte(tc.state))
+			assert.Equal(t, tc.ok, ok)
+		})
+	}
+}
+
+// TestFleetScopeBounds: past its bound of shapes, the fleet's names of a
+// scope forget a shape of the default first, never one whose limit holds,
+// and learn no new shape when every one holds; past its bound of scopes,
+// they forget the scope changed longest ago of those with nothing held.
+func TestFleetScopeBounds(t *testing.T) {
+	const ms = int64(1_000_000)
+	full := func(name func(i int) string, live map[string]int64) *fleetScope {
+		s := &fleetScope{At: ms, Shapes: map[string]string{}, Live: live}
+		for i := range fleetShapesKeep {
+			s.Shapes["GET /"+strconv.Itoa(i)] = name(i)
+		}
+		return s
+	}
+	tests := []struct {
+		name     string
+		scope    *fleetScope
+		fallback string
+		learned  bool   // the new shape is learned
+		forgot   string // the name of the shape forgotten for it; "" none
+	}{
+		{"the default's shape goes first", full(func(i int) string {
+			if i == 7 {
+				return "resource core"
+			}
+			return "resource other"
+		}, nil), "resource core", true, "resource core"},
+		{"else any whose limit does not hold", full(func(int) string { return "resource search" }, nil), "", true, "resource search"},
+		{"never one whose limit holds", full(func(i int) string {
+			if i == 9 {
+				return "resource free"
+			}
+			return "resource search"
+		}, map[string]int64{"resource search": ms + 60_000}), "", true, "resource free"},
+		{"every limit holds: nothing learned", full(func(int) string { return "resource search" }, map[string]int64{"resource search": ms + 60_000}), "", false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.scope.Fallback = tc.fallback
+			before := map[string]string{}
+			for k, v := range tc.scope.Shapes {
+				before[k] = v
+			}
+			changed := tc.scope.merge(&fleetScope{Shapes: map[string]string{"GET /new": "resource graphql"}}, ms)
+			assert.Equal(t, tc.learned, changed)
+			assert.LessOrEqual(t, len(tc.scope.Shapes), fleetShapesKeep)
+			_, learned := tc.scope.Shapes["GET /new"]
+			assert.Equal(t, tc.learned, learned)
+			gone := ""
+			for k, v := range before {
+				if _, ok := tc.scope.Shapes[k]; !ok {
+					gone = v
+				}
+			}
+			assert.Equal(t, tc.forgot, gone)
+		})
+	}
+
+	t.Run("scopes", func(t *testing.T) {
+		tab := &fleetTable{Scopes: map[string]*fleetScope{}}
+		for i := range fleetScopesKeep {
+			s := &fleetScope{At: ms - int64(i)}
+			if i == fleetScopesKeep-1 {
+				s.Live = map[string]int64{"resource search": ms + 60_000} // the oldest, but held
+			}
+			tab.Scopes["h"+strconv.Itoa(i)] = s
+		}
+		now := time.UnixMilli(ms)
+		require.True(t, tab.merge(map[string]*fleetScope{"new": {Shapes: map[string]string{"GET /x": "resource core"}}}, now))
+		assert.Len(t, tab.Scopes, fleetScopesKeep)
+		assert.Contains(t, tab.Scopes, "new")
+		assert.Contains(t, tab.Scopes, "h"+strconv.Itoa(fleetScopesKeep-1), "a scope that holds is kept")
+		assert.NotContains(t, tab.Scopes, "h"+strconv.Itoa(fleetScopesKeep-2), "the oldest with nothing held goes")
+	})
+}
+
+// TestFleetDefaultKeptWhileItHolds: the fleet's default resource is
+// elected from the shapes it first learned with each resource, and is not
+// elected anew while it holds: the shapes never seen that it holds would
+// go unheld.
+func TestFleetDefaultKeptWhileItHolds(t *testing.T) {
+	const ms = int64(1_000_000)
+	s := &fleetScope{}
+	s.merge(&fleetScope{Shapes: map[string]string{"GET /a": "resource core", "GET /b": "resource core", "GET /s": "resource search"}}, ms)
+	require.Equal(t, "resource core", s.Fallback)
+	s.merge(&fleetScope{Live: map[string]int64{"resource core": ms + 60_000}, Shapes: map[string]string{
+		"GET /s1": "resource search", "GET /s2": "resource search", "GET /s3": "resource search",
+	}}, ms)
+	assert.Equal(t, "resource core", s.Fallback, "kept while core holds")
+	s.merge(&fleetScope{}, ms+60_001)
+	assert.Equal(t, "resource search", s.Fallback, "elected once core no longer holds")
+	assert.Equal(t, map[string]int{"resource core": 2, "resource search": 4}, s.Votes)
+}
+
+// TestFleetNamesKeptWhileHeld: a sync that finds a named limit holding
+// renews the state's change time every rules.PaceKeep/2, so that a gate,
+// which may forget a state unchanged for rules.PaceKeep, keeps it while
+// the fleet sends; once nothing holds and nothing changed for
+// rules.PaceKeep, the scope is forgotten. A state heed did not write is
+// replaced.
+func TestFleetNamesKeptWhileHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := NewGate().(*memGate)
+		require.NoError(t, gate.Pace(t.Context(), fleetNamesScope, func([]byte) []byte { return []byte("not the fleet's names") }))
+		f := &fleetNames{gate: gate}
+		var n names
+		req, err := http.NewRequest("GET", "https://api.github.com/search/issues", nil)
+		require.NoError(t, err)
+		n.learn("api.github.com", req, "resource search")
+		n.held("api.github.com", "resource search", time.Now().Add(time.Hour))
+		read := func() *fleetTable {
+			var tab *fleetTable
+			require.NoError(t, gate.Pace(context.Background(), fleetNamesScope, func(b []byte) []byte {
+				tab, _ = decodeFleetNames(b)
+				return b
+			}))
+			return tab
+		}
+		f.sync(t.Context(), &n, false)
+		tab := read()
+		require.NotNil(t, tab, "the state heed did not write is replaced")
+		first := tab.Scopes["api.github.com"].At
+		for range 5 {
+			time.Sleep(rules.PaceKeep/2 + time.Second)
+			f.sync(t.Context(), &n, false)
+			tab = read()
+			require.NotNil(t, tab, "kept while search holds")
+			assert.Greater(t, tab.Scopes["api.github.com"].At, first)
+		}
+		time.Sleep(time.Hour)
+		var fresh names // a process that knows nothing, with nothing held
+		f2 := &fleetNames{gate: gate}
+		f2.sync(t.Context(), &fresh, false)
+		time.Sleep(rules.PaceKeep)
+		f2.sync(t.Context(), &fresh, false)
+		tab = read()
+		if tab != nil {
+			assert.NotContains(t, tab.Scopes, "api.github.com", "forgotten once nothing holds or changes")
+		}
+	})
+}
+
+// slowPace is a PaceGate whose Pace calls wait for release, once entered.
+type slowPace struct {
+	*memGate
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g slowPace) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
+	g.entered <- struct{}{}
+	<-g.release
+	return g.memGate.Pace(ctx, scope, update)
+}
+
+// TestFleetNewsDuringAMerge: news a Transport learns while its merge
+// with the fleet's names is under way, which may have exported what it
+// knew before, is merged once more when that merge ends, not a second
+// later.
+func TestFleetNewsDuringAMerge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := slowPace{NewGate().(*memGate), make(chan struct{}), make(chan struct{})}
+		f := &fleetNames{gate: gate}
+		var n names
+		done := make(chan struct{})
+		go func() {
+			f.sync(context.Background(), &n, true) // a merge under way
+			close(done)
+		}()
+		<-gate.entered
+		req, err := http.NewRequest("GET", "https://api.github.com/search/issues", nil)
+		require.NoError(t, err)
+		n.learn("api.github.com", req, "resource search")
+		f.sync(context.Background(), &n, false) // the news: returns at once
+		gate.release <- struct{}{}
+		<-gate.entered // merged once more
+		gate.release <- struct{}{}
+		<-done
+		var tab *fleetTable
+		require.NoError(t, gate.memGate.Pace(context.Background(), fleetNamesScope, func(b []byte) []byte {
+			tab, _ = decodeFleetNames(b)
+			return b
+		}))
+		require.NotNil(t, tab)
+		assert.Equal(t, "resource search", tab.Scopes["api.github.com"].Shapes["GET /search/issues"])
+	})
+}
