@@ -22,7 +22,7 @@ import (
 func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := c.policy
 	paced := false // holds a pacing token
-	for {
+	for turn := 0; ; turn++ {
 		if now.IsZero() {
 			now = time.Now()
 		}
@@ -38,7 +38,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		// A send in a named limit waits for its request scope's hold
 		// too (named.go); a limit learned during any wait holds it.
-		c.lookName(true)
+		c.lookName(true, turn > 0)
 		nb := c.scopeHold(now)
 		scopeHeld := !nb.IsZero()
 		if !scopeHeld {

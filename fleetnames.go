@@ -41,19 +41,21 @@ import (
 const fleetNamesScope = "\x1fnames"
 
 // fleetNamesEvery is how often a Transport merges with the fleet's names,
-// at most, but for a shape it has not seen answered.
+// but for news: once a second, and once a second per shape not seen.
 const fleetNamesEvery = time.Second
 
 // Bounds on the fleet's names, below a Transport's own (named.go), so that
 // the state stays small: request scopes, shapes per scope, and named
-// limits that hold per scope. Past a bound, what holds is kept (a shape of
-// the default resource goes first, as its look-up still finds its name),
-// and a shape or scope that does not fit is left to each Transport to
-// learn, as a shape new to the fleet is.
+// limits that hold per scope; and the longest scope and shape kept. Past a
+// bound, what holds is kept (a shape of the default resource goes first,
+// as its look-up still finds its name), and a shape or scope that does not
+// fit is left to each Transport to learn, as a shape new to the fleet is.
 const (
 	fleetScopesKeep = 64
 	fleetShapesKeep = 256
 	fleetLiveKeep   = namedLook
+	fleetScopeLen   = 1024
+	fleetShapeLen   = 2048
 )
 
 // fleetTable is the fleet's names, as the gate keeps them (JSON).
@@ -63,50 +65,51 @@ type fleetTable struct {
 
 // fleetScope is the fleet's names of one request scope.
 type fleetScope struct {
-	At       int64             `json:"t"`           // last change, Unix milliseconds
-	Fallback string            `json:"f,omitempty"` // the default resource
-	Votes    map[string]int    `json:"v,omitempty"` // resource → shapes the fleet first learned with it
-	Shapes   map[string]string `json:"n,omitempty"` // shape → name
-	Live     map[string]int64  `json:"l,omitempty"` // name → end of its hold, Unix milliseconds
+	At       int64                 `json:"t"`           // last change, Unix milliseconds
+	Fallback string                `json:"f,omitempty"` // the default resource
+	Votes    map[string]int        `json:"v,omitempty"` // resource → shapes the fleet first learned with it
+	Shapes   map[string]fleetShape `json:"n,omitempty"` // shape → its name
+	Live     map[string]int64      `json:"l,omitempty"` // name → end of its hold, Unix milliseconds
+}
+
+// fleetShape is a shape's name, and when a Transport learned it from an
+// answer, in Unix milliseconds.
+type fleetShape struct {
+	Name string `json:"n"`
+	At   int64  `json:"t"`
 }
 
 // fleetNames is a Transport's side of the fleet's names.
 type fleetNames struct {
 	gate   PaceGate
 	synced atomic.Int64 // mono count of the last merge ended; 0: none
+	failed atomic.Int64 // mono count of the last merge that failed; 0: none since one did not
 	mu     sync.Mutex
 	busy   chan struct{} // closed when the merge under way ends; nil: none
 	again  bool          // news came during the merge under way: merge once more
 }
 
 // refresh merges with the fleet's names when due before a send of req in
-// scope: none yet, a second since the last, or req's shape never answered
-// in a scope whose server names its limits. A call that finds a merge
-// under way waits for it, at most while ctx lasts, unless it is due only
-// for its second.
-func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *http.Request) {
-	last := f.synced.Load()
-	if last == 0 {
-		f.sync(ctx, n, true)
+// scope: none yet, a second since the last, or req's shape not seen
+// answered in a scope whose server names its limits (once a second per
+// shape, but for a call that waited since it last looked). A call whose
+// shape is not seen, or that comes before the first merge ended, and finds
+// a merge under way, waits for it, at most while ctx lasts.
+func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *http.Request, waited bool) {
+	now := mono(time.Now())
+	if f.resting(now) {
 		return
 	}
-	if unseen := n.unseen(scope, req); unseen || mono(time.Now())-last >= int64(fleetNamesEvery) {
-		f.sync(ctx, n, unseen)
+	synced := f.synced.Load()
+	due := synced == 0 || now-synced >= int64(fleetNamesEvery)
+	unseen := n.unseen(scope, req)
+	if !due && !unseen {
+		return
 	}
-}
-
-// sync merges n with the fleet's names. A call that finds a merge under
-// way waits for it if wait is set; news, a call that does not wait, has
-// it merge once more when it ends, since it may have exported n before the
-// news.
-func (f *fleetNames) sync(ctx context.Context, n *names, wait bool) {
 	f.mu.Lock()
 	if busy := f.busy; busy != nil {
-		if !wait {
-			f.again = true
-		}
 		f.mu.Unlock()
-		if wait {
+		if unseen || synced == 0 {
 			select {
 			case <-busy:
 			case <-ctx.Done():
@@ -114,41 +117,80 @@ func (f *fleetNames) sync(ctx context.Context, n *names, wait bool) {
 		}
 		return
 	}
-	busy := make(chan struct{})
-	f.busy = busy
+	if !due && !n.missDue(scope, req, now) && !waited {
+		f.mu.Unlock()
+		return
+	}
+	f.busy = make(chan struct{})
 	f.mu.Unlock()
+	f.run(ctx, n)
+}
+
+// news merges with the fleet's names what n learned from an answer: now,
+// or, with a merge under way, which may have exported n before, once more
+// when it ends.
+func (f *fleetNames) news(ctx context.Context, n *names) {
+	if f.resting(mono(time.Now())) {
+		return // the next merge after it exports all n knows
+	}
+	f.mu.Lock()
+	if f.busy != nil {
+		f.again = true
+		f.mu.Unlock()
+		return
+	}
+	f.busy = make(chan struct{})
+	f.mu.Unlock()
+	f.run(ctx, n)
+}
+
+// resting reports whether a merge failed less than fleetNamesEvery before
+// now, a mono count: none is tried meanwhile.
+func (f *fleetNames) resting(now int64) bool {
+	failed := f.failed.Load()
+	return failed != 0 && now-failed < int64(fleetNamesEvery)
+}
+
+// run merges, as the call that set f.busy, once and again while news came
+// meanwhile, then ends the merge under way.
+func (f *fleetNames) run(ctx context.Context, n *names) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), paceTimeout)
 	defer cancel()
 	for {
-		f.merge(ctx, n)
+		ok := f.merge(ctx, n)
 		f.mu.Lock()
-		if !f.again || ctx.Err() != nil {
+		if ok && f.again && ctx.Err() == nil {
 			f.again = false
-			f.busy = nil
-			f.synced.Store(mono(time.Now())) // failed too: a second before the next
 			f.mu.Unlock()
-			close(busy)
-			return
+			continue
 		}
+		now := mono(time.Now())
 		f.again = false
+		f.synced.Store(now)
+		if ok {
+			f.failed.Store(0)
+		} else {
+			f.failed.Store(now)
+		}
+		busy := f.busy
+		f.busy = nil
 		f.mu.Unlock()
+		close(busy)
+		return
 	}
 }
 
-// merge merges n with the fleet's names, once; a gate that fails leaves n
-// as it is.
-func (f *fleetNames) merge(ctx context.Context, n *names) {
+// merge merges n with the fleet's names, once, and reports whether the
+// gate took part; one that fails leaves n as it is.
+func (f *fleetNames) merge(ctx context.Context, n *names) bool {
 	mine := n.export(time.Now())
 	var merged *fleetTable
 	err := f.gate.Pace(ctx, fleetNamesScope, func(state []byte) []byte {
 		now := time.Now()
-		t, ok := decodeFleetNames(state)
-		if !ok {
-			t = &fleetTable{Scopes: make(map[string]*fleetScope)}
-		}
+		t, clean := decodeFleetNames(state)
 		changed := t.merge(mine, now)
 		merged = t
-		if !changed && ok {
+		if !changed && clean {
 			return state
 		}
 		if len(t.Scopes) == 0 {
@@ -157,45 +199,75 @@ func (f *fleetNames) merge(ctx context.Context, n *names) {
 		b, _ := json.Marshal(t)
 		return b
 	})
-	if err == nil && merged != nil {
+	if err != nil {
+		return false
+	}
+	if merged != nil {
 		n.absorb(merged, time.Now())
 	}
+	return true
 }
 
 // decodeFleetNames reads a gate's state as the fleet's names, and reports
-// whether it is such: no state, or one out of bounds or with a name or
-// shape heed would not learn, is not, and is replaced at the next merge.
+// whether it read all of it: what is not JSON reads as no names, and a
+// scope, shape, name or count that heed would not keep is left out, as is
+// what is past a bound; the next merge then writes what was read.
 func decodeFleetNames(b []byte) (*fleetTable, bool) {
+	t := &fleetTable{Scopes: make(map[string]*fleetScope)}
 	if len(b) == 0 {
-		return nil, false
+		return t, b == nil
 	}
-	var t fleetTable
-	if err := json.Unmarshal(b, &t); err != nil || t.Scopes == nil || len(t.Scopes) > fleetScopesKeep {
-		return nil, false
+	var in fleetTable
+	if err := json.Unmarshal(b, &in); err != nil || in.Scopes == nil {
+		return t, false
 	}
-	for scope, s := range t.Scopes {
-		if s == nil || scope == "" || len(scope) > 1024 || len(s.Shapes) > fleetShapesKeep ||
-			len(s.Votes) > namedVotesKeep || len(s.Live) > fleetLiveKeep ||
-			(s.Fallback != "" && !resourceName(s.Fallback)) {
-			return nil, false
+	clean := true
+	for scope, s := range in.Scopes {
+		if s == nil || !fleetScopeName(scope) || len(t.Scopes) >= fleetScopesKeep {
+			clean = false
+			continue
 		}
-		for name, v := range s.Votes {
-			if !resourceName(name) || v < 1 || v > 1<<30 {
-				return nil, false
+		out := &fleetScope{At: s.At}
+		if s.Fallback != "" {
+			if resourceName(s.Fallback) {
+				out.Fallback = s.Fallback
+			} else {
+				clean = false
 			}
 		}
-		for k, name := range s.Shapes {
-			if !shapeText(k) || !limitName(name) {
-				return nil, false
-			}
-		}
-		for name := range s.Live {
-			if !limitName(name) {
-				return nil, false
-			}
-		}
+		var whole [3]bool
+		out.Votes, whole[0] = keptOf(s.Votes, namedVotesKeep, func(name string, v int) bool {
+			return resourceName(name) && v >= 1 && v <= 1<<30
+		})
+		out.Shapes, whole[1] = keptOf(s.Shapes, fleetShapesKeep, func(k string, sh fleetShape) bool {
+			return shapeText(k) && limitName(sh.Name)
+		})
+		out.Live, whole[2] = keptOf(s.Live, fleetLiveKeep, func(name string, _ int64) bool { return limitName(name) })
+		clean = clean && whole == [3]bool{true, true, true}
+		t.Scopes[scope] = out
 	}
-	return &t, true
+	return t, clean
+}
+
+// keptOf returns the entries of in that keep says are fit, at most bound
+// of them (nil: none), and whether that is all of in.
+func keptOf[V any](in map[string]V, bound int, keep func(string, V) bool) (map[string]V, bool) {
+	var out map[string]V
+	for k, v := range in {
+		if !keep(k, v) || len(out) >= bound {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]V, min(len(in), bound))
+		}
+		out[k] = v
+	}
+	return out, len(out) == len(in)
+}
+
+// fleetScopeName reports whether scope fits the fleet's names.
+func fleetScopeName(scope string) bool {
+	return scope != "" && len(scope) <= fleetScopeLen
 }
 
 // limitName reports whether name is one serverName gives.
@@ -210,11 +282,12 @@ func resourceName(name string) bool {
 	return strings.HasPrefix(name, "resource ") && limitName(name)
 }
 
-// shapeText reports whether k can be a shape: a method, a space and a
-// path of printable ASCII, at most 2 KiB.
+// shapeText reports whether k is a shape that fits the fleet's names: a
+// method, a space and a path of printable ASCII, at most fleetShapeLen
+// bytes in all.
 func shapeText(k string) bool {
 	method, path, ok := strings.Cut(k, " ")
-	if !ok || method == "" || len(k) > 2048 {
+	if !ok || method == "" || len(k) > fleetShapeLen {
 		return false
 	}
 	for i := 0; i < len(path); i++ {
@@ -228,7 +301,8 @@ func shapeText(k string) bool {
 // merge adds mine, a Transport's names, to the fleet's, at now, and
 // reports whether that changed them. What has stopped holding is
 // forgotten; a scope that holds has its change time renewed every
-// rules.PaceKeep/2, so that the gate keeps it.
+// rules.PaceKeep/2, so that the gate keeps it; one unchanged for
+// rules.PaceKeep with nothing held is forgotten, as the gate would.
 func (t *fleetTable) merge(mine map[string]*fleetScope, now time.Time) bool {
 	ms := now.UnixMilli()
 	changed := false
@@ -243,11 +317,14 @@ func (t *fleetTable) merge(mine map[string]*fleetScope, now time.Time) bool {
 			s.At, changed = ms, true
 		}
 		if len(s.Live) == 0 && mine[scope] == nil && ms-s.At >= rules.PaceKeep.Milliseconds() {
-			delete(t.Scopes, scope) // unchanged this long: forgotten, as the gate would
+			delete(t.Scopes, scope)
 			changed = true
 		}
 	}
 	for scope, m := range mine {
+		if !fleetScopeName(scope) {
+			continue
+		}
 		s := t.Scopes[scope]
 		if s == nil {
 			if len(t.Scopes) >= fleetScopesKeep && !t.forgetOne() {
@@ -279,13 +356,14 @@ func (t *fleetTable) forgetOne() bool {
 	return true
 }
 
-// merge adds m to s, at ms, and reports whether that changed s. A shape
-// new to s votes for its resource; the default is elected from the votes,
-// but not while it holds.
+// merge adds m to s, at ms, and reports whether that changed s. Of two
+// names of a shape, the one learned later wins; a shape new to s votes for
+// its resource; the default is elected from the votes, but not while it
+// holds.
 func (s *fleetScope) merge(m *fleetScope, ms int64) bool {
 	changed := false
 	for name, until := range m.Live {
-		if until > ms && until > s.Live[name] {
+		if until > ms && until > s.Live[name] && limitName(name) {
 			if _, ok := s.Live[name]; !ok && len(s.Live) >= fleetLiveKeep {
 				continue
 			}
@@ -295,23 +373,23 @@ func (s *fleetScope) merge(m *fleetScope, ms int64) bool {
 			s.Live[name], changed = until, true
 		}
 	}
-	for k, name := range m.Shapes {
+	for k, sh := range m.Shapes {
 		old, known := s.Shapes[k]
-		if old == name {
+		if old.Name == sh.Name || (known && old.At >= sh.At) || !shapeText(k) || !limitName(sh.Name) {
 			continue
 		}
 		if !known && len(s.Shapes) >= fleetShapesKeep && !s.forgetShape(ms) {
 			continue
 		}
 		if s.Shapes == nil {
-			s.Shapes = make(map[string]string)
+			s.Shapes = make(map[string]fleetShape)
 		}
-		s.Shapes[k], changed = name, true
-		if !known && resourceName(name) && (s.Votes[name] > 0 || len(s.Votes) < namedVotesKeep) {
+		s.Shapes[k], changed = sh, true
+		if !known && resourceName(sh.Name) && (s.Votes[sh.Name] > 0 || len(s.Votes) < namedVotesKeep) {
 			if s.Votes == nil {
 				s.Votes = make(map[string]int)
 			}
-			s.Votes[name] = min(s.Votes[name]+1, 1<<30)
+			s.Votes[sh.Name] = min(s.Votes[sh.Name]+1, 1<<30)
 		}
 	}
 	if s.Live[s.Fallback] <= ms {
@@ -328,11 +406,11 @@ func (s *fleetScope) merge(m *fleetScope, ms int64) bool {
 // default first, and reports whether there was one.
 func (s *fleetScope) forgetShape(ms int64) bool {
 	other := ""
-	for k, name := range s.Shapes {
-		if s.Live[name] > ms {
+	for k, sh := range s.Shapes {
+		if s.Live[sh.Name] > ms {
 			continue
 		}
-		if name == s.Fallback {
+		if sh.Name == s.Fallback {
 			delete(s.Shapes, k)
 			return true
 		}
@@ -360,22 +438,22 @@ func (n *names) export(now time.Time) map[string]*fleetScope {
 			if len(out) >= fleetScopesKeep {
 				break
 			}
-			if _, done := out[scope]; done || (pass == 0) != sn.holds(now) {
+			if _, done := out[scope]; done || (pass == 0) != sn.holds(now) || !fleetScopeName(scope) {
 				continue
 			}
-			s := &fleetScope{Shapes: make(map[string]string), Live: make(map[string]int64)}
+			s := &fleetScope{Shapes: make(map[string]fleetShape), Live: make(map[string]int64)}
 			for name, until := range sn.live {
 				if until.After(now) && len(s.Live) < fleetLiveKeep {
 					s.Live[name] = max(until.UnixMilli(), ms+1)
 				}
 			}
 			for held := range 2 {
-				for k, name := range sn.shapes {
+				for k, l := range sn.shapes {
 					if len(s.Shapes) >= fleetShapesKeep {
 						break
 					}
-					if (held == 0) == (s.Live[name] > 0) {
-						s.Shapes[k] = name
+					if (held == 0) == (s.Live[l.name] > 0) && shapeText(k) {
+						s.Shapes[k] = fleetShape{l.name, l.at}
 					}
 				}
 			}
@@ -385,14 +463,14 @@ func (n *names) export(now time.Time) map[string]*fleetScope {
 	return out
 }
 
-// absorb adds the fleet's names t to what n knows, at now: each shape n
-// has not seen answered, and the ends of the holds; the fleet's votes and
-// default replace n's, unless n's default holds. It learns a scope or a
-// shape only within its own bounds, as learn does.
+// absorb adds the fleet's names t to what n knows, at now: each shape's
+// name learned later than n's, and the ends of the holds; the fleet's
+// votes and default replace n's, unless n's default holds. It learns a
+// scope or a shape only within its own bounds, as learn does.
 func (n *names) absorb(t *fleetTable, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	learned := false
+	some := false
 	for scope, s := range t.Scopes {
 		sn := n.scopes[scope]
 		if sn == nil {
@@ -405,7 +483,7 @@ func (n *names) absorb(t *fleetTable, now time.Time) {
 			if len(n.scopes) >= namedScopesKeep && !n.forgetScope(now) {
 				continue
 			}
-			sn = &scopeNames{live: make(map[string]time.Time), shapes: make(map[string]string), votes: make(map[string]int)}
+			sn = newScopeNames()
 			n.scopes[scope] = sn
 		}
 		for name, ms := range s.Live {
@@ -422,18 +500,17 @@ func (n *names) absorb(t *fleetTable, now time.Time) {
 			}
 			sn.fallback = s.Fallback
 		}
-		for k, name := range s.Shapes {
-			if _, known := sn.shapes[k]; known {
+		for k, sh := range s.Shapes {
+			if l, known := sn.shapes[k]; known && (l.name == sh.Name || l.at >= sh.At) {
+				continue
+			} else if !known && len(sn.shapes) >= namedKeep && !sn.forgetOne(now) {
 				continue
 			}
-			if len(sn.shapes) >= namedKeep && !sn.forgetOne(now) {
-				continue
-			}
-			sn.shapes[k] = name
+			sn.shapes[k] = learned{sh.Name, sh.At}
 		}
-		learned = true
+		some = true
 	}
-	if learned {
+	if some {
 		n.any.Store(true)
 	}
 }
@@ -455,4 +532,25 @@ func (n *names) unseen(scope string, req *http.Request) bool {
 	defer n.mu.RUnlock()
 	_, known := sn.shapes[k]
 	return !known
+}
+
+// missDue reports whether a merge is due for a send of req's shape, not
+// seen answered in scope, at now (a mono count): none for it in the last
+// fleetNamesEvery. It records now as that merge's time.
+func (n *names) missDue(scope string, req *http.Request, now int64) bool {
+	k := shape(req)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	sn := n.scopes[scope]
+	if sn == nil {
+		return false
+	}
+	if at, ok := sn.misses[k]; ok && now-at < int64(fleetNamesEvery) {
+		return false
+	}
+	if sn.misses == nil || len(sn.misses) >= namedLook {
+		sn.misses = make(map[string]int64)
+	}
+	sn.misses[k] = now
+	return true
 }

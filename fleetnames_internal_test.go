@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,9 +20,10 @@ import (
 // the default and search held, and Discord's buckets.
 func sampleFleetNames() []byte {
 	return []byte(`{"s":{"api.github.com":{"t":946684800000,"f":"resource core","v":{"resource core":2,"resource search":1},` +
-		`"n":{"GET /repos/o/r":"resource core","GET /user":"resource core","GET /search/issues":"resource search"},` +
+		`"n":{"GET /repos/o/r":{"n":"resource core","t":946684790000},"GET /user":{"n":"resource core","t":946684790000},` +
+		`"GET /search/issues":{"n":"resource search","t":946684795000}},` +
 		`"l":{"resource search":946684860000}},` +
-		`"discord.com":{"t":946684800000,"n":{"POST /api/v10/channels/{}/messages":"bucket abcd"}}}}`)
+		`"discord.com":{"t":946684800000,"n":{"POST /api/v10/channels/{}/messages":{"n":"bucket abcd","t":946684790000}}}}}`)
 }
 
 // FuzzFleetNames: whatever state a gate holds, reading it as the fleet's
@@ -30,18 +32,16 @@ func sampleFleetNames() []byte {
 func FuzzFleetNames(f *testing.F) {
 	f.Add(sampleFleetNames())
 	f.Add([]byte(`{"s":{}}`))
-	f.Add([]byte(`{"s":{"h":{"t":1,"n":{"GET /x":"resource"}}}}`))
+	f.Add([]byte(`{"s":{"h":{"t":1,"n":{"GET /x":{"n":"resource","t":1}}}}}`))
 	f.Add([]byte(`{"s":{"h":null}}`))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tab, ok := decodeFleetNames(b)
-		if !ok {
-			return
-		}
+		tab, _ := decodeFleetNames(b)
+		require.NotNil(t, tab)
 		again, err := json.Marshal(tab)
 		require.NoError(t, err)
-		back, ok := decodeFleetNames(again)
-		require.True(t, ok, "a decoded state does not decode once encoded: %s", again)
+		back, clean := decodeFleetNames(again)
+		require.True(t, clean || len(tab.Scopes) == 0 && len(again) == 0, "what was read does not read whole once written: %s", again)
 		twice, err := json.Marshal(back)
 		require.NoError(t, err)
 		require.Equal(t, string(again), string(twice), "encoding is not stable")
@@ -58,13 +58,15 @@ func FuzzFleetNames(f *testing.F) {
 		}
 		merged, err := json.Marshal(tab)
 		require.NoError(t, err)
-		_, ok = decodeFleetNames(merged)
-		assert.True(t, ok, "a merged state does not decode: %s", merged)
+		_, clean = decodeFleetNames(merged)
+		assert.True(t, clean, "a merged state does not read whole: %s", merged)
 	})
 }
 
-// TestDecodeFleetNames: a state heed did not write, or out of bounds, is
-// not read; the sample is.
+// TestDecodeFleetNames: a state heed did not write reads as no names; one
+// with a scope, shape, name or count heed would not keep reads without
+// it, not clean (the next merge writes what was read); the sample reads
+// whole.
 func TestDecodeFleetNames(t *testing.T) {
 	many := func(n int, entry func(i int) string) string {
 		s := ""
@@ -76,34 +78,47 @@ func TestDecodeFleetNames(t *testing.T) {
 		}
 		return s
 	}
+	shapes := func(tab *fleetTable) int {
+		n := 0
+		for _, s := range tab.Scopes {
+			n += len(s.Shapes)
+		}
+		return n
+	}
 	tests := []struct {
-		name  string
-		state string
-		ok    bool
+		name           string
+		state          string
+		clean          bool
+		scopes, shapes int // what is read
 	}{
-		{"the sample", string(sampleFleetNames()), true},
-		{"no scopes", `{"s":{}}`, true},
-		{"none", ``, false},
-		{"not JSON", `{"s":`, false},
-		{"no scope map", `{}`, false},
-		{"a null scope", `{"s":{"h":null}}`, false},
-		{"an empty scope name", `{"s":{"":{"t":1}}}`, false},
-		{"a name of no kind", `{"s":{"h":{"t":1,"n":{"GET /x":"core"}}}}`, false},
-		{"a name with a space", `{"s":{"h":{"t":1,"n":{"GET /x":"resource a b"}}}}`, false},
-		{"a bucket default", `{"s":{"h":{"t":1,"f":"bucket abcd"}}}`, false},
-		{"a bucket vote", `{"s":{"h":{"t":1,"v":{"bucket abcd":1}}}}`, false},
-		{"a vote of 0", `{"s":{"h":{"t":1,"v":{"resource core":0}}}}`, false},
-		{"a shape with no path", `{"s":{"h":{"t":1,"n":{"GET":"resource core"}}}}`, false},
-		{"a shape with a control byte", "{\"s\":{\"h\":{\"t\":1,\"n\":{\"GET /a\\u0001\":\"resource core\"}}}}", false},
-		{"a live name of no kind", `{"s":{"h":{"t":1,"l":{"core":5}}}}`, false},
-		{"too many scopes", `{"s":{` + many(fleetScopesKeep+1, func(i int) string { return `"h` + strconv.Itoa(i) + `":{"t":1}` }) + `}}`, false},
-		{"scopes at the bound", `{"s":{` + many(fleetScopesKeep, func(i int) string { return `"h` + strconv.Itoa(i) + `":{"t":1}` }) + `}}`, true},
-		{"too many shapes", `{"s":{"h":{"t":1,"n":{` + many(fleetShapesKeep+1, func(i int) string { return `"GET /` + strconv.Itoa(i) + `":"resource core"` }) + `}}}}`, false},
+		{"the sample", string(sampleFleetNames()), true, 2, 4},
+		{"no scopes", `{"s":{}}`, true, 0, 0},
+		{"empty", ``, false, 0, 0},
+		{"not JSON", `{"s":`, false, 0, 0},
+		{"no scope map", `{}`, false, 0, 0},
+		{"a null scope", `{"s":{"h":null,"g":{"t":1}}}`, false, 1, 0},
+		{"an empty scope name", `{"s":{"":{"t":1}}}`, false, 0, 0},
+		{"a scope too long", `{"s":{"` + strings.Repeat("h", fleetScopeLen+1) + `":{"t":1}}}`, false, 0, 0},
+		{"a name of no kind", `{"s":{"h":{"t":1,"n":{"GET /x":{"n":"core","t":1},"GET /y":{"n":"resource core","t":1}}}}}`, false, 1, 1},
+		{"a name with a space", `{"s":{"h":{"t":1,"n":{"GET /x":{"n":"resource a b","t":1}}}}}`, false, 1, 0},
+		{"a bucket default", `{"s":{"h":{"t":1,"f":"bucket abcd"}}}`, false, 1, 0},
+		{"a bucket vote", `{"s":{"h":{"t":1,"v":{"bucket abcd":1}}}}`, false, 1, 0},
+		{"a vote of 0", `{"s":{"h":{"t":1,"v":{"resource core":0}}}}`, false, 1, 0},
+		{"a shape with no path", `{"s":{"h":{"t":1,"n":{"GET":{"n":"resource core","t":1}}}}}`, false, 1, 0},
+		{"a shape with a control byte", `{"s":{"h":{"t":1,"n":{"GET /a\u0001":{"n":"resource core","t":1}}}}}`, false, 1, 0},
+		{"a shape too long", `{"s":{"h":{"t":1,"n":{"GET /` + strings.Repeat("a", fleetShapeLen) + `":{"n":"resource core","t":1}}}}}`, false, 1, 0},
+		{"a live name of no kind", `{"s":{"h":{"t":1,"l":{"core":5}}}}`, false, 1, 0},
+		{"too many scopes", `{"s":{` + many(fleetScopesKeep+1, func(i int) string { return `"h` + strconv.Itoa(i) + `":{"t":1}` }) + `}}`, false, fleetScopesKeep, 0},
+		{"scopes at the bound", `{"s":{` + many(fleetScopesKeep, func(i int) string { return `"h` + strconv.Itoa(i) + `":{"t":1}` }) + `}}`, true, fleetScopesKeep, 0},
+		{"too many shapes", `{"s":{"h":{"t":1,"n":{` + many(fleetShapesKeep+1, func(i int) string { return `"GET /` + strconv.Itoa(i) + `":{"n":"resource core","t":1}` }) + `}}}}`, false, 1, fleetShapesKeep},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, ok := decodeFleetNames([]byte(tc.state))
-			assert.Equal(t, tc.ok, ok)
+			tab, clean := decodeFleetNames([]byte(tc.state))
+			require.NotNil(t, tab)
+			assert.Equal(t, tc.clean, clean)
+			assert.Len(t, tab.Scopes, tc.scopes)
+			assert.Equal(t, tc.shapes, shapes(tab))
 		})
 	}
 }
@@ -115,9 +130,9 @@ func TestDecodeFleetNames(t *testing.T) {
 func TestFleetScopeBounds(t *testing.T) {
 	const ms = int64(1_000_000)
 	full := func(name func(i int) string, live map[string]int64) *fleetScope {
-		s := &fleetScope{At: ms, Shapes: map[string]string{}, Live: live}
+		s := &fleetScope{At: ms, Shapes: map[string]fleetShape{}, Live: live}
 		for i := range fleetShapesKeep {
-			s.Shapes["GET /"+strconv.Itoa(i)] = name(i)
+			s.Shapes["GET /"+strconv.Itoa(i)] = fleetShape{name(i), ms}
 		}
 		return s
 	}
@@ -148,9 +163,9 @@ func TestFleetScopeBounds(t *testing.T) {
 			tc.scope.Fallback = tc.fallback
 			before := map[string]string{}
 			for k, v := range tc.scope.Shapes {
-				before[k] = v
+				before[k] = v.Name
 			}
-			changed := tc.scope.merge(&fleetScope{Shapes: map[string]string{"GET /new": "resource graphql"}}, ms)
+			changed := tc.scope.merge(&fleetScope{Shapes: map[string]fleetShape{"GET /new": {"resource graphql", ms}}}, ms)
 			assert.Equal(t, tc.learned, changed)
 			assert.LessOrEqual(t, len(tc.scope.Shapes), fleetShapesKeep)
 			_, learned := tc.scope.Shapes["GET /new"]
@@ -175,7 +190,7 @@ func TestFleetScopeBounds(t *testing.T) {
 			tab.Scopes["h"+strconv.Itoa(i)] = s
 		}
 		now := time.UnixMilli(ms)
-		require.True(t, tab.merge(map[string]*fleetScope{"new": {Shapes: map[string]string{"GET /x": "resource core"}}}, now))
+		require.True(t, tab.merge(map[string]*fleetScope{"new": {Shapes: map[string]fleetShape{"GET /x": {"resource core", ms}}}}, now))
 		assert.Len(t, tab.Scopes, fleetScopesKeep)
 		assert.Contains(t, tab.Scopes, "new")
 		assert.Contains(t, tab.Scopes, "h"+strconv.Itoa(fleetScopesKeep-1), "a scope that holds is kept")
@@ -190,10 +205,10 @@ func TestFleetScopeBounds(t *testing.T) {
 func TestFleetDefaultKeptWhileItHolds(t *testing.T) {
 	const ms = int64(1_000_000)
 	s := &fleetScope{}
-	s.merge(&fleetScope{Shapes: map[string]string{"GET /a": "resource core", "GET /b": "resource core", "GET /s": "resource search"}}, ms)
+	s.merge(&fleetScope{Shapes: map[string]fleetShape{"GET /a": {"resource core", ms}, "GET /b": {"resource core", ms}, "GET /s": {"resource search", ms}}}, ms)
 	require.Equal(t, "resource core", s.Fallback)
-	s.merge(&fleetScope{Live: map[string]int64{"resource core": ms + 60_000}, Shapes: map[string]string{
-		"GET /s1": "resource search", "GET /s2": "resource search", "GET /s3": "resource search",
+	s.merge(&fleetScope{Live: map[string]int64{"resource core": ms + 60_000}, Shapes: map[string]fleetShape{
+		"GET /s1": {"resource search", ms}, "GET /s2": {"resource search", ms}, "GET /s3": {"resource search", ms},
 	}}, ms)
 	assert.Equal(t, "resource core", s.Fallback, "kept while core holds")
 	s.merge(&fleetScope{}, ms+60_001)
@@ -225,13 +240,13 @@ func TestFleetNamesKeptWhileHeld(t *testing.T) {
 			}))
 			return tab
 		}
-		f.sync(t.Context(), &n, false)
+		f.news(t.Context(), &n)
 		tab := read()
 		require.NotNil(t, tab, "the state heed did not write is replaced")
 		first := tab.Scopes["api.github.com"].At
 		for range 5 {
 			time.Sleep(rules.PaceKeep/2 + time.Second)
-			f.sync(t.Context(), &n, false)
+			f.news(t.Context(), &n)
 			tab = read()
 			require.NotNil(t, tab, "kept while search holds")
 			assert.Greater(t, tab.Scopes["api.github.com"].At, first)
@@ -239,9 +254,9 @@ func TestFleetNamesKeptWhileHeld(t *testing.T) {
 		time.Sleep(time.Hour)
 		var fresh names // a process that knows nothing, with nothing held
 		f2 := &fleetNames{gate: gate}
-		f2.sync(t.Context(), &fresh, false)
+		f2.news(t.Context(), &fresh)
 		time.Sleep(rules.PaceKeep)
-		f2.sync(t.Context(), &fresh, false)
+		f2.news(t.Context(), &fresh)
 		tab = read()
 		if tab != nil {
 			assert.NotContains(t, tab.Scopes, "api.github.com", "forgotten once nothing holds or changes")
@@ -273,14 +288,14 @@ func TestFleetNewsDuringAMerge(t *testing.T) {
 		var n names
 		done := make(chan struct{})
 		go func() {
-			f.sync(context.Background(), &n, true) // a merge under way
+			f.news(context.Background(), &n) // a merge under way
 			close(done)
 		}()
 		<-gate.entered
 		req, err := http.NewRequest("GET", "https://api.github.com/search/issues", nil)
 		require.NoError(t, err)
 		n.learn("api.github.com", req, "resource search")
-		f.sync(context.Background(), &n, false) // the news: returns at once
+		f.news(context.Background(), &n) // the news: returns at once
 		gate.release <- struct{}{}
 		<-gate.entered // merged once more
 		gate.release <- struct{}{}
@@ -291,6 +306,64 @@ func TestFleetNewsDuringAMerge(t *testing.T) {
 			return b
 		}))
 		require.NotNil(t, tab)
-		assert.Equal(t, "resource search", tab.Scopes["api.github.com"].Shapes["GET /search/issues"])
+		assert.Equal(t, "resource search", tab.Scopes["api.github.com"].Shapes["GET /search/issues"].Name)
+	})
+}
+
+// TestFleetNamesDoNotFlap: two Transports that give a shape different
+// names, merging in turn, leave the fleet's names with the one learned
+// later, written once each, not at every merge.
+func TestFleetNamesDoNotFlap(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		t.Run("the later merged "+map[bool]string{true: "second", false: "first"}[first], func(t *testing.T) {
+			now := time.UnixMilli(946684800000)
+			tab := &fleetTable{Scopes: map[string]*fleetScope{}}
+			older := map[string]*fleetScope{"h": {Shapes: map[string]fleetShape{"DELETE /c/{}": {"bucket aaaa", 946684700000}}}}
+			later := map[string]*fleetScope{"h": {Shapes: map[string]fleetShape{"DELETE /c/{}": {"bucket bbbb", 946684750000}}}}
+			writes := 0
+			for i := range 10 {
+				now = now.Add(time.Second)
+				m := older
+				if (i%2 == 1) == first {
+					m = later
+				}
+				if tab.merge(m, now) {
+					writes++
+				}
+			}
+			assert.Equal(t, "bucket bbbb", tab.Scopes["h"].Shapes["DELETE /c/{}"].Name)
+			assert.LessOrEqual(t, writes, 2)
+		})
+	}
+}
+
+// TestFleetMergeDueOnlyByTheSecond: sends that find a merge due only by
+// its second under way go on at once, and have it merge no more: the
+// call that began it ends after one merge.
+func TestFleetMergeDueOnlyByTheSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := slowPace{NewGate().(*memGate), make(chan struct{}), make(chan struct{})}
+		f := &fleetNames{gate: gate}
+		var n names
+		req, err := http.NewRequest("GET", "https://h/x", nil)
+		require.NoError(t, err)
+		f.synced.Store(mono(time.Now()) - int64(2*time.Second)) // due
+		done := make(chan struct{})
+		go func() {
+			f.refresh(context.Background(), &n, "h", req, false)
+			close(done)
+		}()
+		<-gate.entered
+		for range 10 {
+			time.Sleep(10 * time.Millisecond)
+			f.refresh(context.Background(), &n, "h", req, false) // returns at once
+		}
+		gate.release <- struct{}{}
+		<-done
+		select {
+		case <-gate.entered:
+			t.Fatal("a second merge")
+		default:
+		}
 	})
 }

@@ -64,9 +64,21 @@ type scopeNames struct {
 	// live holds, by name, the end of the latest hold or spent quota of a
 	// named limit: till then, no shape of it, nor the scope, is forgotten
 	live     map[string]time.Time
-	shapes   map[string]string // shape → the name it was last answered with
-	votes    map[string]int    // resource → shapes first answered with it
-	fallback string            // the resource of a shape not yet answered (elect)
+	shapes   map[string]learned // shape → the name it was last answered with
+	votes    map[string]int     // resource → shapes first answered with it
+	fallback string             // the resource of a shape not yet answered (elect)
+	// misses holds, by shape, when the fleet's names were last merged for
+	// a send of a shape not seen answered (fleetnames.go); at most
+	// namedLook, mono counts
+	misses map[string]int64
+}
+
+// learned is the name a shape was answered with, and when that was
+// learned, in Unix milliseconds: of two names of a shape, the later wins
+// (fleetnames.go).
+type learned struct {
+	name string
+	at   int64
 }
 
 // lookup returns the name req is taken to count against in scope: its
@@ -86,8 +98,8 @@ func (n *names) lookup(scope string, req *http.Request) string {
 	k := shape(req)
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	if name, ok := sn.shapes[k]; ok {
-		return name
+	if l, ok := sn.shapes[k]; ok {
+		return l.name
 	}
 	return sn.fallback
 }
@@ -101,7 +113,7 @@ func (n *names) learn(scope string, req *http.Request, name string) (counts, new
 	k := shape(req)
 	n.mu.RLock()
 	sn := n.scopes[scope]
-	same := sn != nil && sn.shapes[k] == name
+	same := sn != nil && sn.shapes[k].name == name
 	n.mu.RUnlock()
 	if same {
 		return true, false
@@ -116,7 +128,7 @@ func (n *names) learn(scope string, req *http.Request, name string) (counts, new
 		if len(n.scopes) >= namedScopesKeep && !n.forgetScope(now) {
 			return false, false
 		}
-		sn = &scopeNames{live: make(map[string]time.Time), shapes: make(map[string]string), votes: make(map[string]int)}
+		sn = newScopeNames()
 		n.scopes[scope] = sn
 	}
 	if _, known := sn.shapes[k]; !known {
@@ -132,9 +144,16 @@ func (n *names) learn(scope string, req *http.Request, name string) (counts, new
 			}
 		}
 	}
-	sn.shapes[k] = name
+	// Later than the name it replaces, as this Transport knows it, though
+	// the clock has not moved or the name came from a clock ahead.
+	sn.shapes[k] = learned{name, max(now.UnixMilli(), sn.shapes[k].at+1)}
 	n.any.Store(true)
 	return true, true
+}
+
+// newScopeNames returns an empty scopeNames.
+func newScopeNames() *scopeNames {
+	return &scopeNames{live: make(map[string]time.Time), shapes: make(map[string]learned), votes: make(map[string]int)}
 }
 
 // holds reports whether one of sn's named limits holds at now.
@@ -173,7 +192,8 @@ func (n *names) forgetScope(now time.Time) bool {
 func (sn *scopeNames) forgetOne(now time.Time) bool {
 	looked := 0
 	other := ""
-	for k, name := range sn.shapes {
+	for k, l := range sn.shapes {
+		name := l.name
 		if sn.fallback != "" && name == sn.fallback && !sn.live[name].After(now) {
 			delete(sn.shapes, k)
 			return true
@@ -353,21 +373,29 @@ func (c *call) answerScope(resp *http.Response, m marks, throttled bool) {
 }
 
 // learn records that the server counted the call's request against name,
-// and tells the fleet's names if that is news (fleetnames.go); it reports
-// whether the request's shape now counts against name.
+// and reports whether the request's shape now counts against it. News is
+// told to the fleet's names once the gate has the answer (tellFleet).
 func (c *call) learn(name string) bool {
 	counts, news := c.transport.named.learn(c.scope, c.req, name)
-	if news && c.transport.fleet != nil {
-		c.transport.fleet.sync(c.ctx, &c.transport.named, false)
-	}
+	c.news = c.news || news
 	return counts
 }
 
 // held records that the call's scope's limit name holds, or has spent its
-// quota, until then, and tells the fleet's names when it begins to.
+// quota, until then; that it begins to is news for the fleet's names.
 func (c *call) held(name string, until time.Time) {
-	if c.transport.named.held(c.scope, name, until) && c.transport.fleet != nil {
-		c.transport.fleet.sync(c.ctx, &c.transport.named, false)
+	c.news = c.transport.named.held(c.scope, name, until) || c.news
+}
+
+// tellFleet merges the news the call's answer brought with the fleet's
+// names (fleetnames.go), once its hold and quota are the gate's: the
+// fleet's other sends are held a merge sooner.
+func (c *call) tellFleet() {
+	if c.news {
+		c.news = false
+		if c.transport.fleet != nil {
+			c.transport.fleet.news(c.ctx, &c.transport.named)
+		}
 	}
 }
 
@@ -375,14 +403,16 @@ func (c *call) held(name string, until time.Time) {
 // the Transport knows now, merged first, with merge, with what the fleet
 // knows when its gate is shared (fleetnames.go): another call may have
 // learned the shape's name since this one began, or while it waited. A
+// call that waited since it last looked (waited) merges for a shape not
+// seen answered even if that shape was merged for within the second. A
 // limit this call's answers named is kept when the Transport no longer
 // knows the shape.
-func (c *call) lookName(merge bool) {
+func (c *call) lookName(merge, waited bool) {
 	if !c.transport.split {
 		return
 	}
 	if merge && c.transport.fleet != nil {
-		c.transport.fleet.refresh(c.ctx, &c.transport.named, c.scope, c.req)
+		c.transport.fleet.refresh(c.ctx, &c.transport.named, c.scope, c.req, waited)
 	}
 	if name := c.transport.named.lookup(c.scope, c.req); name != "" {
 		c.named, c.namedAs = namedScope(c.scope, name, c.req), name

@@ -223,14 +223,17 @@ type call struct {
 	// takenAs and holdAs, the names of named, takenIn and holdIn
 	takenIn, holdIn          string
 	namedAs, takenAs, holdAs string
-	body                     replay
-	newKey                   string // a key heed adds to every attempt, if any
-	kept                     *kept  // the last attempt's outcome, while GetBody may still fail
-	taken                    bool   // a QuotaGate admitted the current send: tell it when done
-	bypassed                 bool   // the current send was admitted by its scope's bypass (bypass.go)
-	fast                     bool   // the call holds a place in its scope's bypass, not a user's (bypass.go)
-	episode                  int64  // the episode heed's own gate admitted it in
-	urlText                  string // the request URL redacted, once needed
+	// news: the answer taught the Transport a name, or a named limit's
+	// hold, that the fleet's names have not (fleetnames.go)
+	news     bool
+	body     replay
+	newKey   string // a key heed adds to every attempt, if any
+	kept     *kept  // the last attempt's outcome, while GetBody may still fail
+	taken    bool   // a QuotaGate admitted the current send: tell it when done
+	bypassed bool   // the current send was admitted by its scope's bypass (bypass.go)
+	fast     bool   // the call holds a place in its scope's bypass, not a user's (bypass.go)
+	episode  int64  // the episode heed's own gate admitted it in
+	urlText  string // the request URL redacted, once needed
 
 	// the last attempt
 	status int
@@ -361,6 +364,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && hinted && !shared {
 			c.hold(now, hint)
 		}
+		c.tellFleet()
 
 		if (v.Class == Deliver || v.Class == Terminal) && !c.transport.heard {
 			c.outAt = time.Time{}

@@ -105,7 +105,7 @@ func (check *wireCheck) gotConn(info httptrace.GotConnInfo) {
 // heed's own gate, always.
 func (c *call) awaitHold(attempt int, remote bool, source string) (found time.Time, waited bool, err error) {
 	p := c.policy
-	c.lookName(false) // merged at the gate, just before
+	c.lookName(remote, remote) // remote: after a wait for a slot; else merged at the gate, just before
 	for ; ; waited, remote = true, true {
 		until := c.holdEnd(remote)
 		now := time.Now()

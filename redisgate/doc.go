@@ -103,11 +103,11 @@
 // x-ratelimit-resource, Discord's X-RateLimit-Bucket): each shape's name
 // and until when each named limit holds, so that a spent search limit
 // holds the search calls of every process, one that has never sent a
-// search included, and no core call. Each Transport merges with it at
-// most once a second, and before the send of a shape it has not seen
-// answered in a scope whose server names its limits: one round trip, and
-// a write only when it changes (docs/pacing.md, "Limits the server
-// names").
+// search included, and no core call. Each Transport merges with it once
+// a second while it sends, and before the send of a shape it has not seen
+// answered in a scope whose server names its limits: a read, one round
+// trip, and a write, one more, only when it changes (docs/pacing.md,
+// "Limits the server names").
 //
 // # Failing open
 //

@@ -1,6 +1,8 @@
 package redisgate
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -115,6 +118,80 @@ func TestProcessesKeepServerNamedScopesApart(t *testing.T) {
 			defer api.mu.Unlock()
 			assert.Empty(t, api.early, "nothing reached search once spent")
 			assert.Equal(t, searches, strings.Count(strings.Join(api.got, " "), "/search/"), "no search went out past the spent limit")
+		})
+	}
+}
+
+// namesHook records the arguments of each Redis command on the fleet's
+// names, past the script, the key count and the key.
+type namesHook struct {
+	mu    sync.Mutex
+	calls [][]any
+}
+
+func (h *namesHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *namesHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 3 && strings.Contains(fmt.Sprint(args[3]), "names}:pace") {
+			h.mu.Lock()
+			h.calls = append(h.calls, args[4:])
+			h.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *namesHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestFleetNamesOfAServerThatNamesNone: against a server that names no
+// limit, a Transport reads the fleet's names once a second while it
+// sends, one round trip each, and writes nothing; 32 goroutines sending
+// without a pause do not make it read more often.
+func TestFleetNamesOfAServerThatNamesNone(t *testing.T) {
+	s := startRedis(t)
+	for _, tc := range []struct {
+		name       string
+		goroutines int
+		pause      time.Duration
+		sends      int // per goroutine
+		most       int // reads
+	}{
+		{"one, a send a second", 1, 1100 * time.Millisecond, 3, 3},
+		{"32 without a pause", 32, 0, 200, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := s.client(t)
+			hook := &namesHook{}
+			c.AddHook(hook)
+			srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			t.Cleanup(srv.Close)
+			tr := heed.New(nil, heed.WithGate(New(c, patient, WithPrefix(t.Name()+":"))))
+			t.Cleanup(tr.CloseIdleConnections)
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range tc.goroutines {
+				wg.Go(func() {
+					for i := range tc.sends {
+						if i > 0 {
+							time.Sleep(tc.pause)
+						}
+						_, err := get(t, tr, srv.URL+"/x", 5*time.Second)
+						assert.NoError(t, err)
+					}
+				})
+			}
+			wg.Wait()
+			took := time.Since(start)
+			hook.mu.Lock()
+			defer hook.mu.Unlock()
+			t.Logf("%d reads of the fleet's names in %v", len(hook.calls), took)
+			assert.LessOrEqual(t, len(hook.calls), max(tc.most, int(took/time.Second)+2))
+			for _, args := range hook.calls {
+				assert.Equal(t, "-1", fmt.Sprint(args[0]), "a read, not a write: %v", args)
+			}
 		})
 	}
 }

@@ -39,8 +39,10 @@ var errPaceBusy = errors.New("the pace changed under every try")
 // has become, up to paceTries times: a hash of two fields, v, a version
 // that every write increments, and s, the state, which expires rules.PaceKeep
 // after its last change (at most the horizon). A key that is not such a
-// hash is read as no state, and replaced. When Redis fails, Pace returns
-// its error, and a Transport paces on its own copy.
+// hash is read as no state, and replaced. An update that leaves the state
+// as it was, or gives none for none, writes nothing: a read is one round
+// trip. When Redis fails, Pace returns its error, and a Transport paces on
+// its own copy.
 func (g *gate) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
 	key := g.paceKey(scope)
 	keep := min(rules.PaceKeep, Horizon).Milliseconds()
@@ -54,8 +56,8 @@ func (g *gate) Pace(ctx context.Context, scope string, update func([]byte) []byt
 		}
 		if version >= 0 {
 			next := update(state)
-			if state != nil && next != nil && bytes.Equal(next, state) {
-				return nil
+			if state == nil && next == nil || state != nil && next != nil && bytes.Equal(next, state) {
+				return nil // nothing to write, nor to delete
 			}
 			write = next
 		}
