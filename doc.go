@@ -15,7 +15,8 @@
 //     awsthrottle.go, bodyhint.go, success.go, peek.go, discard.go;
 //   - hints: hint.go, httpdate.go, quota.go, dimensions.go, marks.go,
 //     room.go (a bucket's fill), named.go (limits a server names, kept
-//     apart in the gate);
+//     apart in the gate), fleetnames.go (what Transports sharing a gate
+//     learned of them, kept in it);
 //   - the deadline: internal/rules/deadline.go, deferred.go (a wait that
 //     does not fit the time left returns a *DeferredError at once);
 //   - budget.go, log.go, observe.go; routes.go and policy.go pick the
