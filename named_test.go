@@ -200,7 +200,8 @@ func runNamed(t *testing.T, api *namedAPI, steps []namedStep, through func(i int
 // after heed has seen another request answered under another name (a
 // search, or the same bucket in another channel): the refusal holds the
 // requests of its own limit, deferred at the gate, and not the other's,
-// sent at once.
+// sent at once: through one Transport, and through four sharing a gate, a
+// request through each, the last two having sent nothing before.
 func TestNamedScopeFixtures(t *testing.T) {
 	tests := []struct {
 		fixture     string
@@ -214,42 +215,55 @@ func TestNamedScopeFixtures(t *testing.T) {
 			discord("abcd1234", 4, 5*time.Second, false)},
 	}
 	for _, tc := range tests {
-		t.Run(strings.TrimSuffix(tc.fixture, ".http"), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				toFixtureEpoch(t)
-				var got []string
-				rt := fixtureRT(func(req *http.Request) (*http.Response, error) {
-					got = append(got, req.URL.String())
-					if req.URL.String() == tc.held && len(got) == 2 {
-						resp := loadFixture(t, tc.fixture)
-						rebaseFixture(t, resp, time.Now())
-						resp.Request = req
-						return resp, nil
+		for _, fleet := range []bool{false, true} {
+			t.Run(strings.TrimSuffix(tc.fixture, ".http")+map[bool]string{false: "/alone", true: "/a fleet"}[fleet], func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					toFixtureEpoch(t)
+					var got []string
+					rt := fixtureRT(func(req *http.Request) (*http.Response, error) {
+						got = append(got, req.URL.String())
+						if req.URL.String() == tc.held && len(got) == 2 {
+							resp := loadFixture(t, tc.fixture)
+							rebaseFixture(t, resp, time.Now())
+							resp.Request = req
+							return resp, nil
+						}
+						return &http.Response{StatusCode: 200, Header: tc.otherAnswer(time.Now()), Body: io.NopCloser(strings.NewReader("{}")), Request: req}, nil
+					})
+					var trs []http.RoundTripper
+					if fleet {
+						gate := heed.NewGate()
+						for range 4 {
+							trs = append(trs, heed.New(rt, heed.WithGate(gate)))
+						}
+					} else {
+						trs = []http.RoundTripper{heed.New(rt)}
 					}
-					return &http.Response{StatusCode: 200, Header: tc.otherAnswer(time.Now()), Body: io.NopCloser(strings.NewReader("{}")), Request: req}, nil
+					turn := 0
+					do := func(url string) (*http.Response, error) {
+						tr := trs[turn%len(trs)]
+						turn++
+						return tr.RoundTrip(newRequest(t, t.Context(), tc.method, url, nil))
+					}
+					resp, err := do(tc.other) // teaches heed the other's name
+					require.NoError(t, err)
+					readBody(t, resp)
+					_, err = do(tc.held) // the fixture: a wait over MaxWait
+					var de *heed.DeferredError
+					require.True(t, errors.As(err, &de), "%v", err)
+					assert.Equal(t, 1, de.Attempts)
+					_, err = do(tc.held)
+					require.True(t, errors.As(err, &de), "%v", err)
+					assert.Zero(t, de.Attempts, "the fixture's limit holds its own requests at the gate")
+					start := time.Now()
+					resp, err = do(tc.other)
+					require.NoError(t, err, "the other limit is not held")
+					readBody(t, resp)
+					assert.Equal(t, start, time.Now())
+					assert.Equal(t, []string{tc.other, tc.held, tc.other}, got)
 				})
-				tr := heed.New(rt)
-				do := func(url string) (*http.Response, error) {
-					return tr.RoundTrip(newRequest(t, t.Context(), tc.method, url, nil))
-				}
-				resp, err := do(tc.other) // teaches heed the other's name
-				require.NoError(t, err)
-				readBody(t, resp)
-				_, err = do(tc.held) // the fixture: a wait over MaxWait
-				var de *heed.DeferredError
-				require.True(t, errors.As(err, &de), "%v", err)
-				assert.Equal(t, 1, de.Attempts)
-				_, err = do(tc.held)
-				require.True(t, errors.As(err, &de), "%v", err)
-				assert.Zero(t, de.Attempts, "the fixture's limit holds its own requests at the gate")
-				start := time.Now()
-				resp, err = do(tc.other)
-				require.NoError(t, err, "the other limit is not held")
-				readBody(t, resp)
-				assert.Equal(t, start, time.Now())
-				assert.Equal(t, []string{tc.other, tc.held, tc.other}, got)
 			})
-		})
+		}
 	}
 }
 
