@@ -22,7 +22,11 @@ import (
 func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := c.policy
 	paced := false // holds a pacing token
-	for turn := 0; ; turn++ {
+	// stale: the call waited since it was last admitted or began (a
+	// retry waited out its backoff), so the fleet's names are merged for
+	// its shape if it is not seen (fleetnames.go)
+	stale := attempt > 1
+	for {
 		if now.IsZero() {
 			now = time.Now()
 		}
@@ -34,11 +38,12 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			}
 			if waited {
 				now = time.Now()
+				stale = true
 			}
 		}
 		// A send in a named limit waits for its request scope's hold
 		// too (named.go); a limit learned during any wait holds it.
-		c.lookName(true, turn > 0)
+		c.lookName(true, stale)
 		nb := c.scopeHold(now)
 		scopeHeld := !nb.IsZero()
 		if !scopeHeld {
@@ -101,7 +106,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		if err := c.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level); err != nil {
 			return now, err
 		}
-		now = time.Time{}
+		now, stale = time.Time{}, true
 	}
 }
 

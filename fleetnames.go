@@ -6,12 +6,14 @@ package heed
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/heed-go/heed/internal/rules"
 )
@@ -87,6 +89,9 @@ type fleetNames struct {
 	mu     sync.Mutex
 	busy   chan struct{} // closed when the merge under way ends; nil: none
 	again  bool          // news came during the merge under way: merge once more
+	// owed: news came during a merge's second turn, and is left to the
+	// next send's merge, lest one call merge on and on
+	owed atomic.Bool
 }
 
 // refresh merges with the fleet's names when due before a send of req in
@@ -101,7 +106,7 @@ func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *h
 		return
 	}
 	synced := f.synced.Load()
-	due := synced == 0 || now-synced >= int64(fleetNamesEvery)
+	due := synced == 0 || now-synced >= int64(fleetNamesEvery) || f.owed.Load()
 	unseen := n.unseen(scope, req)
 	if !due && !unseen {
 		return
@@ -151,20 +156,25 @@ func (f *fleetNames) resting(now int64) bool {
 	return failed != 0 && now-failed < int64(fleetNamesEvery)
 }
 
-// run merges, as the call that set f.busy, once and again while news came
-// meanwhile, then ends the merge under way.
+// run merges, as the call that set f.busy, once, and once more if news
+// came meanwhile, then ends the merge under way; news that comes during
+// the second is owed to the next send's merge.
 func (f *fleetNames) run(ctx context.Context, n *names) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), paceTimeout)
 	defer cancel()
-	for {
+	f.owed.Store(false)
+	for turn := 0; ; turn++ {
 		ok := f.merge(ctx, n)
 		f.mu.Lock()
-		if ok && f.again && ctx.Err() == nil {
+		if ok && f.again && turn == 0 {
 			f.again = false
 			f.mu.Unlock()
 			continue
 		}
 		now := mono(time.Now())
+		if f.again {
+			f.owed.Store(true)
+		}
 		f.again = false
 		f.synced.Store(now)
 		if ok {
@@ -187,7 +197,7 @@ func (f *fleetNames) merge(ctx context.Context, n *names) bool {
 	var merged *fleetTable
 	err := f.gate.Pace(ctx, fleetNamesScope, func(state []byte) []byte {
 		now := time.Now()
-		t, clean := decodeFleetNames(state)
+		t, clean := decodeFleetNames(state, now)
 		changed := t.merge(mine, now)
 		merged = t
 		if !changed && clean {
@@ -208,11 +218,21 @@ func (f *fleetNames) merge(ctx context.Context, n *names) bool {
 	return true
 }
 
-// decodeFleetNames reads a gate's state as the fleet's names, and reports
-// whether it read all of it: what is not JSON reads as no names, and a
-// scope, shape, name or count that heed would not keep is left out, as is
-// what is past a bound; the next merge then writes what was read.
-func decodeFleetNames(b []byte) (*fleetTable, bool) {
+// Bounds on the times in the fleet's names, past the reading clock: a
+// name learned by a clock ahead, or a state written by anything else, is
+// dated fleetAhead ahead at most, so that a later name can still win
+// within that; a hold ends fleetLiveAhead ahead at most.
+const (
+	fleetAhead     = time.Minute
+	fleetLiveAhead = DefaultMaxHold
+)
+
+// decodeFleetNames reads a gate's state as the fleet's names at now, and
+// reports whether it read all of it: what is not JSON reads as no names,
+// and a scope, shape, name or count that heed would not keep is left out,
+// as is what is past a bound; a time too far ahead is read as the bound.
+// The next merge then writes what was read.
+func decodeFleetNames(b []byte, now time.Time) (*fleetTable, bool) {
 	t := &fleetTable{Scopes: make(map[string]*fleetScope)}
 	if len(b) == 0 {
 		return t, b == nil
@@ -244,6 +264,17 @@ func decodeFleetNames(b []byte) (*fleetTable, bool) {
 		})
 		out.Live, whole[2] = keptOf(s.Live, fleetLiveKeep, func(name string, _ int64) bool { return limitName(name) })
 		clean = clean && whole == [3]bool{true, true, true}
+		ahead, liveAhead := now.Add(fleetAhead).UnixMilli(), now.Add(fleetLiveAhead).UnixMilli()
+		for k, sh := range out.Shapes {
+			if sh.At > ahead {
+				out.Shapes[k], clean = fleetShape{sh.Name, ahead}, false
+			}
+		}
+		for name, until := range out.Live {
+			if until > liveAhead {
+				out.Live[name], clean = liveAhead, false
+			}
+		}
 		t.Scopes[scope] = out
 	}
 	return t, clean
@@ -265,9 +296,33 @@ func keptOf[V any](in map[string]V, bound int, keep func(string, V) bool) (map[s
 	return out, len(out) == len(in)
 }
 
-// fleetScopeName reports whether scope fits the fleet's names.
-func fleetScopeName(scope string) bool {
-	return scope != "" && len(scope) <= fleetScopeLen
+// fleetScopeName reports whether key names a scope that fits the fleet's
+// names (fleetKey).
+func fleetScopeName(key string) bool {
+	scope, ok := scopeOfKey(key)
+	return ok && scope != "" && len(scope) <= fleetScopeLen
+}
+
+// fleetKeyMark begins the key of a scope that is not valid UTF-8, which
+// JSON would change, or that begins so itself: the mark, then the scope's
+// bytes in unpadded URL-safe base64.
+const fleetKeyMark = "\x00"
+
+// fleetKey is scope's key in the fleet's names.
+func fleetKey(scope string) string {
+	if utf8.ValidString(scope) && !strings.HasPrefix(scope, fleetKeyMark) {
+		return scope
+	}
+	return fleetKeyMark + base64.RawURLEncoding.EncodeToString([]byte(scope))
+}
+
+// scopeOfKey is the scope key names (fleetKey), and whether it names one.
+func scopeOfKey(key string) (string, bool) {
+	if !strings.HasPrefix(key, fleetKeyMark) {
+		return key, utf8.ValidString(key)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(key[len(fleetKeyMark):])
+	return string(b), err == nil
 }
 
 // limitName reports whether name is one serverName gives.
@@ -375,7 +430,8 @@ func (s *fleetScope) merge(m *fleetScope, ms int64) bool {
 	}
 	for k, sh := range m.Shapes {
 		old, known := s.Shapes[k]
-		if old.Name == sh.Name || (known && old.At >= sh.At) || !shapeText(k) || !limitName(sh.Name) {
+		if old.Name == sh.Name && old.At >= sh.At || !shapeText(k) || !limitName(sh.Name) ||
+			known && old.Name != sh.Name && !later(old, sh, s.Live, ms) {
 			continue
 		}
 		if !known && len(s.Shapes) >= fleetShapesKeep && !s.forgetShape(ms) {
@@ -383,6 +439,10 @@ func (s *fleetScope) merge(m *fleetScope, ms int64) bool {
 		}
 		if s.Shapes == nil {
 			s.Shapes = make(map[string]fleetShape)
+		}
+		if old.Name == sh.Name {
+			s.Shapes[k] = sh // dated anew: no news, and no vote
+			continue
 		}
 		s.Shapes[k], changed = sh, true
 		if !known && resourceName(sh.Name) && (s.Votes[sh.Name] > 0 || len(s.Votes) < namedVotesKeep) {
@@ -400,6 +460,19 @@ func (s *fleetScope) merge(m *fleetScope, ms int64) bool {
 		}
 	}
 	return changed
+}
+
+// later reports whether a shape's name sh, learned elsewhere, takes the
+// place of its name old, at ms, live holding the ends of the named limits'
+// holds: if learned later, but never a name that does not hold over one
+// that does, since the shape's sends would go into that hold. (Discord
+// counts a route in two buckets, by the age of the message it deletes: a
+// shape is then held while either holds.)
+func later(old, sh fleetShape, live map[string]int64, ms int64) bool {
+	if live[old.Name] > ms && live[sh.Name] <= ms {
+		return false
+	}
+	return sh.At > old.At
 }
 
 // forgetShape forgets a shape whose named limit does not hold, one of the
@@ -438,7 +511,8 @@ func (n *names) export(now time.Time) map[string]*fleetScope {
 			if len(out) >= fleetScopesKeep {
 				break
 			}
-			if _, done := out[scope]; done || (pass == 0) != sn.holds(now) || !fleetScopeName(scope) {
+			key := fleetKey(scope)
+			if _, done := out[key]; done || (pass == 0) != sn.holds(now) || !fleetScopeName(key) {
 				continue
 			}
 			s := &fleetScope{Shapes: make(map[string]fleetShape), Live: make(map[string]int64)}
@@ -457,7 +531,7 @@ func (n *names) export(now time.Time) map[string]*fleetScope {
 					}
 				}
 			}
-			out[scope] = s
+			out[key] = s
 		}
 	}
 	return out
@@ -471,7 +545,11 @@ func (n *names) absorb(t *fleetTable, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	some := false
-	for scope, s := range t.Scopes {
+	for key, s := range t.Scopes {
+		scope, ok := scopeOfKey(key)
+		if !ok {
+			continue
+		}
 		sn := n.scopes[scope]
 		if sn == nil {
 			if len(s.Shapes) == 0 && s.Fallback == "" && len(s.Live) == 0 {
@@ -501,9 +579,18 @@ func (n *names) absorb(t *fleetTable, now time.Time) {
 			sn.fallback = s.Fallback
 		}
 		for k, sh := range s.Shapes {
-			if l, known := sn.shapes[k]; known && (l.name == sh.Name || l.at >= sh.At) {
+			l, known := sn.shapes[k]
+			switch {
+			case known && l.name == sh.Name:
+				if sh.At > l.at {
+					sn.shapes[k] = learned{sh.Name, sh.At}
+				}
 				continue
-			} else if !known && len(sn.shapes) >= namedKeep && !sn.forgetOne(now) {
+			case known && sn.live[l.name].After(now) && !sn.live[sh.Name].After(now):
+				continue // as later does: not out of a hold
+			case known && l.at >= sh.At:
+				continue
+			case !known && len(sn.shapes) >= namedKeep && !sn.forgetOne(now):
 				continue
 			}
 			sn.shapes[k] = learned{sh.Name, sh.At}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,16 +37,16 @@ func FuzzFleetNames(f *testing.F) {
 	f.Add([]byte(`{"s":{"h":null}}`))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tab, _ := decodeFleetNames(b)
+		now := time.UnixMilli(946684830000)
+		tab, _ := decodeFleetNames(b, now)
 		require.NotNil(t, tab)
 		again, err := json.Marshal(tab)
 		require.NoError(t, err)
-		back, clean := decodeFleetNames(again)
+		back, clean := decodeFleetNames(again, now)
 		require.True(t, clean || len(tab.Scopes) == 0 && len(again) == 0, "what was read does not read whole once written: %s", again)
 		twice, err := json.Marshal(back)
 		require.NoError(t, err)
 		require.Equal(t, string(again), string(twice), "encoding is not stable")
-		now := time.UnixMilli(946684830000)
 		var n names
 		n.absorb(tab, now)
 		assert.LessOrEqual(t, len(n.scopes), namedScopesKeep)
@@ -58,7 +59,7 @@ func FuzzFleetNames(f *testing.F) {
 		}
 		merged, err := json.Marshal(tab)
 		require.NoError(t, err)
-		_, clean = decodeFleetNames(merged)
+		_, clean = decodeFleetNames(merged, now)
 		assert.True(t, clean, "a merged state does not read whole: %s", merged)
 	})
 }
@@ -98,6 +99,8 @@ func TestDecodeFleetNames(t *testing.T) {
 		{"no scope map", `{}`, false, 0, 0},
 		{"a null scope", `{"s":{"h":null,"g":{"t":1}}}`, false, 1, 0},
 		{"an empty scope name", `{"s":{"":{"t":1}}}`, false, 0, 0},
+		{"a scope not UTF-8, as base64", `{"s":{"\u0000dGVuYW50Lf8":{"t":1}}}`, true, 1, 0},
+		{"a mark, but not base64", `{"s":{"\u0000!!":{"t":1}}}`, false, 0, 0},
 		{"a scope too long", `{"s":{"` + strings.Repeat("h", fleetScopeLen+1) + `":{"t":1}}}`, false, 0, 0},
 		{"a name of no kind", `{"s":{"h":{"t":1,"n":{"GET /x":{"n":"core","t":1},"GET /y":{"n":"resource core","t":1}}}}}`, false, 1, 1},
 		{"a name with a space", `{"s":{"h":{"t":1,"n":{"GET /x":{"n":"resource a b","t":1}}}}}`, false, 1, 0},
@@ -114,7 +117,7 @@ func TestDecodeFleetNames(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tab, clean := decodeFleetNames([]byte(tc.state))
+			tab, clean := decodeFleetNames([]byte(tc.state), time.UnixMilli(946684800000))
 			require.NotNil(t, tab)
 			assert.Equal(t, tc.clean, clean)
 			assert.Len(t, tab.Scopes, tc.scopes)
@@ -235,7 +238,7 @@ func TestFleetNamesKeptWhileHeld(t *testing.T) {
 		read := func() *fleetTable {
 			var tab *fleetTable
 			require.NoError(t, gate.Pace(context.Background(), fleetNamesScope, func(b []byte) []byte {
-				tab, _ = decodeFleetNames(b)
+				tab, _ = decodeFleetNames(b, time.Now())
 				return b
 			}))
 			return tab
@@ -302,7 +305,7 @@ func TestFleetNewsDuringAMerge(t *testing.T) {
 		<-done
 		var tab *fleetTable
 		require.NoError(t, gate.memGate.Pace(context.Background(), fleetNamesScope, func(b []byte) []byte {
-			tab, _ = decodeFleetNames(b)
+			tab, _ = decodeFleetNames(b, time.Now())
 			return b
 		}))
 		require.NotNil(t, tab)
@@ -365,5 +368,26 @@ func TestFleetMergeDueOnlyByTheSecond(t *testing.T) {
 			t.Fatal("a second merge")
 		default:
 		}
+	})
+}
+
+// FuzzFleetKey: every scope has a key in the fleet's names that JSON keeps
+// as it is, and reads back as the scope; any key reads without a panic.
+func FuzzFleetKey(f *testing.F) {
+	for _, s := range []string{"api.github.com", "tenant-\xff", "\x00dGVuYW50Lf8", "", "ünïcode.example", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, scope string) {
+		key := fleetKey(scope)
+		require.True(t, utf8.ValidString(key))
+		back, ok := scopeOfKey(key)
+		require.True(t, ok)
+		require.Equal(t, scope, back)
+		b, err := json.Marshal(map[string]int{key: 1})
+		require.NoError(t, err)
+		var m map[string]int
+		require.NoError(t, json.Unmarshal(b, &m))
+		require.Contains(t, m, key)
+		_, _ = scopeOfKey(scope)
 	})
 }

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -262,5 +264,256 @@ func TestFleetNamesAfterASlotWait(t *testing.T) {
 		err = <-done
 		assert.True(t, errors.As(err, &de) && de.Attempts == 0, "held before it is sent: %v", err)
 		assert.Equal(t, 1, api.searches, "a search reached the spent limit")
+	})
+}
+
+// answering is an in-memory server answering each request with the status
+// and header f gives.
+func answering(f func(r *http.Request) (int, http.Header)) http.RoundTripper {
+	return fixtureRT(func(r *http.Request) (*http.Response, error) {
+		s, h := f(r)
+		return &http.Response{StatusCode: s, Header: h, Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
+	})
+}
+
+// dcDo sends method path to Discord's API through tr, and reads the body
+// of its answer.
+func dcDo(t *testing.T, tr http.RoundTripper, method, path string) error {
+	resp, err := tr.RoundTrip(newRequest(t, t.Context(), method, "https://discord.com/api/v10"+path, nil))
+	if err == nil {
+		readBody(t, resp)
+	}
+	return err
+}
+
+// heldAtGate reports whether err defers a call at the gate, unsent.
+func heldAtGate(err error) bool {
+	var de *heed.DeferredError
+	return errors.As(err, &de) && de.Attempts == 0
+}
+
+// D1: a retry after a sub-second backoff neither merges (its shape's miss
+// is within the second) nor counts as having waited.
+// TestFleetNamesAfterABackoff: a retry waited out its backoff, so it merges
+// with the fleet's names for its shape, not seen answered with a name, even
+// within the second of its first attempt's merge: search, spent meanwhile
+// through another Transport, holds it.
+func TestFleetNamesAfterABackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var searches atomic.Int64
+		api := answering(func(r *http.Request) (int, http.Header) {
+			if !strings.HasPrefix(r.URL.Path, "/search/") {
+				return 200, github("core", 4000, time.Hour)(time.Now())
+			}
+			if searches.Add(1) == 1 {
+				return 502, http.Header{} // names nothing: the shape stays unseen
+			}
+			return 403, github("search", 0, time.Minute)(time.Now())
+		})
+		gate := heed.NewGate()
+		pol := heed.WithPolicy(heed.Policy{MaxWait: 5 * time.Second, Backoff: heed.Constant(500 * time.Millisecond)})
+		t1, t2 := heed.New(api, heed.WithGate(gate), pol), heed.New(api, heed.WithGate(gate), pol)
+		require.NoError(t, ghDo(t, t1, "/repos/o/r"))
+		require.NoError(t, ghDo(t, t1, "/user")) // core is the default
+		require.NoError(t, ghDo(t, t2, "/user"))
+		time.Sleep(2 * time.Second)
+		require.NoError(t, ghDo(t, t2, "/user")) // t2 merges by the second
+		done := make(chan error, 1)
+		go func() { done <- ghDo(t, t2, "/search/code") }() // merges (unseen), 502, backs off
+		synctest.Wait()
+		require.Error(t, ghDo(t, t1, "/search/code")) // the fleet learns search, spent
+		<-done
+		assert.EqualValues(t, 2, searches.Load(), "t2's retry went into search's hold")
+	})
+}
+
+// D2: awaitHold looks the name up once, before its loop; after waiting
+// out the request scope's hold it sends in the limit it looked up before.
+// TestFleetNamesAfterAHoldAtTheSlot: a call that waited for a slot, and
+// then for its request scope's hold, merges with the fleet's names after
+// that wait too: search, spent meanwhile through another Transport, holds
+// it.
+func TestFleetNamesAfterAHoldAtTheSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var searches atomic.Int64
+		release := make(chan struct{})
+		api := answering(func(r *http.Request) (int, http.Header) {
+			switch {
+			case strings.HasPrefix(r.URL.Path, "/search/"):
+				if searches.Add(1) == 1 {
+					<-release // t1's, in flight across the hold
+				}
+				return 403, github("search", 0, time.Minute)(time.Now())
+			case r.URL.Path == "/throttle":
+				return 429, http.Header{"Retry-After": {"5"}} // holds the request scope
+			}
+			return 200, github("core", 4000, time.Hour)(time.Now())
+		})
+		gate := heed.NewGate()
+		t1 := heed.New(api, heed.WithGate(gate), heed.WithPolicy(heed.Policy{MaxWait: time.Second}))
+		t2 := heed.New(api, heed.WithGate(gate), heed.WithPolicy(heed.Policy{MaxWait: 10 * time.Second, Limit: heed.Limit{InFlight: 1}}))
+		require.NoError(t, ghDo(t, t1, "/repos/o/r"))
+		require.NoError(t, ghDo(t, t1, "/user"))
+		resp, err := t2.RoundTrip(newRequest(t, t.Context(), "GET", "https://api.github.com/repos/o/r", nil))
+		require.NoError(t, err) // t2's one slot taken
+		done, t1s := make(chan error, 1), make(chan error, 1)
+		go func() { done <- ghDo(t, t2, "/search/code") }() // waits for the slot
+		go func() { t1s <- ghDo(t, t1, "/search/code") }()  // in flight
+		synctest.Wait()
+		_ = ghDo(t, t1, "/throttle")
+		time.Sleep(10 * time.Millisecond)
+		readBody(t, resp) // t2's call merges, finds the 5 s hold, waits
+		synctest.Wait()
+		time.Sleep(time.Second)
+		close(release) // the fleet learns search, spent
+		<-t1s
+		<-done
+		assert.EqualValues(t, 1, searches.Load(), "t2 sent into search's hold after its wait")
+	})
+}
+
+// D3: a name the Transport already knows, answered again, keeps its old
+// learned-at: the merge its hold triggers takes another's earlier name.
+// TestFleetNamesDateAConfirmedName: an answer that gives a shape the name
+// it has dates it anew (Discord counts deletes in two buckets by the
+// message's age): a name another Transport learned between the two
+// answers does not take its place, and the Transport is held by the
+// bucket it spent.
+func TestFleetNamesDateAConfirmedName(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var spent atomic.Bool
+		var sent atomic.Int64
+		api := answering(func(r *http.Request) (int, http.Header) {
+			sent.Add(1)
+			if r.Method == "GET" {
+				return 200, discord("efgh", 9, 10*time.Second, false)(time.Now())
+			}
+			id, _ := strconv.Atoi(r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:])
+			switch {
+			case id < 100: // an old message: a bucket of its own
+				return 200, discord("bbbb", 4, 5*time.Second, false)(time.Now())
+			case spent.Load():
+				return 429, discord("aaaa", 0, 30*time.Second, false)(time.Now())
+			}
+			return 200, discord("aaaa", 4, 5*time.Second, false)(time.Now())
+		})
+		gate := heed.NewGate()
+		pol := heed.WithPolicy(heed.Policy{MaxWait: time.Second})
+		t1, t2 := heed.New(api, heed.WithGate(gate), pol), heed.New(api, heed.WithGate(gate), pol)
+		require.NoError(t, dcDo(t, t1, "DELETE", "/channels/1/messages/500")) // aaaa @0
+		time.Sleep(1900 * time.Millisecond)
+		require.NoError(t, dcDo(t, t1, "GET", "/guilds/9/members")) // t1 merges
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, dcDo(t, t2, "DELETE", "/channels/1/messages/5")) // bbbb @2.0
+		time.Sleep(100 * time.Millisecond)
+		spent.Store(true)
+		require.Error(t, dcDo(t, t1, "DELETE", "/channels/1/messages/501")) // aaaa @2.1, held 30 s
+		before := sent.Load()
+		assert.True(t, heldAtGate(dcDo(t, t1, "DELETE", "/channels/1/messages/502")))
+		assert.Equal(t, before, sent.Load(), "sent into aaaa's hold")
+	})
+}
+
+// slowNames: heed's gate, whose Pace on the names takes a round trip.
+// slowNames is heed's gate, whose Pace on the fleet's names takes 5 ms,
+// as a round trip to Redis may.
+type slowNames struct{ heed.QuotaGate }
+
+func (g slowNames) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
+	if scope == "\x1fnames" {
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.QuotaGate.(heed.PaceGate).Pace(ctx, scope, update)
+}
+
+// D4: with news in every answer (deletes of messages of both ages), the
+// call that runs a merge keeps merging for the others' news until
+// paceTimeout (1 s), past its own 100 ms deadline.
+// TestFleetNewsDoesNotHoldACall: when every answer is news (names that
+// change with each message), a call merges at most once more for the news
+// that came during its merge, and leaves the rest to the next send's: no
+// call is held long past its deadline.
+func TestFleetNewsDoesNotHoldACall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int64
+		api := answering(func(r *http.Request) (int, http.Header) {
+			time.Sleep(3 * time.Millisecond)
+			b := map[bool]string{true: "aaaa", false: "bbbb"}[n.Add(1)%2 == 0]
+			return 200, discord(b, 4, 5*time.Second, false)(time.Now())
+		})
+		tr := heed.New(api, heed.WithGate(slowNames{heed.NewGate().(heed.QuotaGate)}))
+		var mu sync.Mutex
+		var worst time.Duration
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for i := range 1500 {
+					ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+					start := time.Now()
+					resp, err := tr.RoundTrip(newRequest(t, ctx, "DELETE", "https://discord.com/api/v10/channels/"+strconv.Itoa(w+1)+"/messages/"+strconv.Itoa(i+1), nil))
+					if err == nil {
+						readBody(t, resp)
+					}
+					cancel()
+					mu.Lock()
+					worst = max(worst, time.Since(start))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		assert.Less(t, worst, 200*time.Millisecond, "a call held by the others' news")
+	})
+}
+
+// D5: a request scope that is not UTF-8 is written under another key:
+// never shared, and every merge writes.
+// TestFleetNamesOfAScopeNotUTF8: a request scope that is not valid UTF-8
+// (a ScopeFor taking a header's bytes) cannot be kept in the fleet's
+// names, whose JSON would change it. It is left to each Transport.
+func TestFleetNamesOfAScopeNotUTF8(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &githubish{}
+		gate := heed.NewGate()
+		pol := heed.WithPolicy(heed.Policy{MaxWait: time.Second, ScopeFor: func(*http.Request) string { return "tenant-\xff" }})
+		t1 := heed.New(api, heed.WithGate(gate), pol)
+		require.NoError(t, ghDo(t, t1, "/repos/o/r"))
+		require.NoError(t, ghDo(t, t1, "/user"))
+		require.Error(t, ghDo(t, t1, "/search/issues"))
+		t3 := heed.New(api, heed.WithGate(gate), pol)
+		assert.True(t, heldAtGate(ghDo(t, t3, "/search/issues")))
+		assert.Equal(t, 1, api.searches, "a search reached the spent limit")
+	})
+}
+
+// D6: a learned-at at MaxInt64 (any writer of the state) wins for good:
+// learn's previous+1 wraps. One an hour ahead wins a race the same way.
+// TestFleetNamesFromTheFuture: a name dated far ahead in the fleet's names
+// (a garbled state, or a clock far ahead) is read as dated a minute ahead at
+// most, so a name learned later still takes its place.
+func TestFleetNamesFromTheFuture(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sent atomic.Int64
+		api := answering(func(r *http.Request) (int, http.Header) {
+			sent.Add(1)
+			return 429, discord("bbbb", 0, 30*time.Second, false)(time.Now())
+		})
+		gate := heed.NewGate()
+		t1 := heed.New(api, heed.WithGate(gate), heed.WithPolicy(heed.Policy{MaxWait: time.Second}))
+		require.NoError(t, gate.(heed.PaceGate).Pace(context.Background(), "\x1fnames", func([]byte) []byte {
+			return []byte(`{"s":{"discord.com":{"t":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `,"n":{"DELETE /api/{}/channels/{}/messages/{}":{"n":"bucket aaaa","t":9223372036854775807}}}}}`)
+		}))
+		for i := range 3 {
+			before := sent.Load()
+			err := dcDo(t, t1, "DELETE", "/channels/1/messages/"+strconv.Itoa(i+2))
+			if i > 0 {
+				assert.Equal(t, before, sent.Load(), "try %d sent into bbbb's hold: %v", i, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 }

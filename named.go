@@ -52,6 +52,11 @@ const (
 	namedVotesKeep  = 16
 )
 
+// namedRedate is how often, at most, an answer that gives a shape the name
+// it has dates it anew: the latest answer's name wins among a fleet's
+// Transports (fleetnames.go), and dating each would take a write lock.
+const namedRedate = 100 * time.Millisecond
+
 // names is what a Transport learned of server-named limits.
 type names struct {
 	any    atomic.Bool // a name was ever learned: until then nothing is looked up
@@ -108,23 +113,34 @@ func (n *names) lookup(scope string, req *http.Request) string {
 // reports whether req's shape now counts against it, and whether that is
 // news. It does not count when the bounds are full of limits that hold:
 // forgetting one would send into its hold, so the new name is not
-// learned, and its answer holds the whole request scope instead.
+// learned, and its answer holds the whole request scope instead. A name
+// the shape already has is learned again, to date it (fleetnames.go), at
+// most every namedRedate.
 func (n *names) learn(scope string, req *http.Request, name string) (counts, news bool) {
 	k := shape(req)
+	now := time.Now()
 	n.mu.RLock()
 	sn := n.scopes[scope]
-	same := sn != nil && sn.shapes[k].name == name
+	l := learned{}
+	if sn != nil {
+		l = sn.shapes[k]
+	}
 	n.mu.RUnlock()
-	if same {
+	if l.name == name && now.UnixMilli()-l.at < namedRedate.Milliseconds() {
 		return true, false
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	now := time.Now()
+	if sn = n.scopes[scope]; sn != nil {
+		if l, ok := sn.shapes[k]; ok && l.name == name {
+			sn.shapes[k] = learned{name, max(now.UnixMilli(), l.at)}
+			return true, false
+		}
+	}
 	if n.scopes == nil {
 		n.scopes = make(map[string]*scopeNames)
 	}
-	if sn = n.scopes[scope]; sn == nil {
+	if sn == nil {
 		if len(n.scopes) >= namedScopesKeep && !n.forgetScope(now) {
 			return false, false
 		}

@@ -107,6 +107,9 @@ func (c *call) awaitHold(attempt int, remote bool, source string) (found time.Ti
 	p := c.policy
 	c.lookName(remote, remote) // remote: after a wait for a slot; else merged at the gate, just before
 	for ; ; waited, remote = true, true {
+		if waited {
+			c.lookName(true, true) // a limit learned during the wait holds the send
+		}
 		until := c.holdEnd(remote)
 		now := time.Now()
 		if !until.After(now) {
