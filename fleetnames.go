@@ -5,10 +5,12 @@
 package heed
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,25 +83,25 @@ type fleetShape struct {
 	At   int64  `json:"t"`
 }
 
-// fleetNames is a Transport's side of the fleet's names.
+// fleetNames is a Transport's side of the fleet's names. One merge runs
+// at a time; merges are numbered as they begin.
 type fleetNames struct {
 	gate   PaceGate
 	synced atomic.Int64 // mono count of the last merge ended; 0: none
 	failed atomic.Int64 // mono count of the last merge that failed; 0: none since one did not
+	owed   atomic.Bool  // news came while merges failed: the next send merges
 	mu     sync.Mutex
 	busy   chan struct{} // closed when the merge under way ends; nil: none
-	again  bool          // news came during the merge under way: merge once more
-	// owed: news came during a merge's second turn, and is left to the
-	// next send's merge, lest one call merge on and on
-	owed atomic.Bool
+	begun  int64         // merges begun
+	ended  int64         // the number of the last merge ended
 }
 
 // refresh merges with the fleet's names when due before a send of req in
-// scope: none yet, a second since the last, or req's shape not seen
-// answered in a scope whose server names its limits (once a second per
-// shape, but for a call that waited since it last looked). A call whose
-// shape is not seen, or that comes before the first merge ended, and finds
-// a merge under way, waits for it, at most while ctx lasts.
+// scope: none yet, a second since the last, news owed, or req's shape not
+// seen answered in a scope whose server names its limits (once a second
+// per shape, but for a call that waited since it last looked). A call
+// whose shape is not seen, or that comes before the first merge ended,
+// and finds a merge under way, waits for it, at most while ctx lasts.
 func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *http.Request, waited bool) {
 	now := mono(time.Now())
 	if f.resting(now) {
@@ -126,27 +128,36 @@ func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *h
 		f.mu.Unlock()
 		return
 	}
-	f.busy = make(chan struct{})
-	f.mu.Unlock()
-	f.run(ctx, n)
+	f.run(ctx, n) // unlocks f.mu
 }
 
-// news merges with the fleet's names what n learned from an answer: now,
-// or, with a merge under way, which may have exported n before, once more
-// when it ends.
+// news merges with the fleet's names what n learned from an answer: it
+// returns once a merge begun after it was called has ended, running one
+// itself when none is under way, and waiting for the one under way, which
+// may have read n before the news, otherwise; at most paceTimeout twice.
+// While merges fail, the news is owed to the next send's merge.
 func (f *fleetNames) news(ctx context.Context, n *names) {
 	if f.resting(mono(time.Now())) {
-		return // the next merge after it exports all n knows
-	}
-	f.mu.Lock()
-	if f.busy != nil {
-		f.again = true
-		f.mu.Unlock()
+		f.owed.Store(true)
 		return
 	}
-	f.busy = make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*paceTimeout)
+	defer cancel()
+	f.mu.Lock()
+	for target := f.begun + 1; f.ended < target; f.mu.Lock() {
+		if busy := f.busy; busy != nil {
+			f.mu.Unlock()
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				f.owed.Store(true)
+				return
+			}
+			continue
+		}
+		f.run(ctx, n) // unlocks f.mu
+	}
 	f.mu.Unlock()
-	f.run(ctx, n)
 }
 
 // resting reports whether a merge failed less than fleetNamesEvery before
@@ -156,38 +167,31 @@ func (f *fleetNames) resting(now int64) bool {
 	return failed != 0 && now-failed < int64(fleetNamesEvery)
 }
 
-// run merges, as the call that set f.busy, once, and once more if news
-// came meanwhile, then ends the merge under way; news that comes during
-// the second is owed to the next send's merge.
+// run begins a merge, called with f.mu held and no merge under way, which
+// it unlocks; it returns once the merge has ended.
 func (f *fleetNames) run(ctx context.Context, n *names) {
+	f.begun++
+	number := f.begun
+	busy := make(chan struct{})
+	f.busy = busy
+	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), paceTimeout)
-	defer cancel()
-	f.owed.Store(false)
-	for turn := 0; ; turn++ {
-		ok := f.merge(ctx, n)
-		f.mu.Lock()
-		if ok && f.again && turn == 0 {
-			f.again = false
-			f.mu.Unlock()
-			continue
-		}
-		now := mono(time.Now())
-		if f.again {
-			f.owed.Store(true)
-		}
-		f.again = false
-		f.synced.Store(now)
-		if ok {
-			f.failed.Store(0)
-		} else {
-			f.failed.Store(now)
-		}
-		busy := f.busy
-		f.busy = nil
-		f.mu.Unlock()
-		close(busy)
-		return
+	ok := f.merge(ctx, n)
+	cancel()
+	now := mono(time.Now())
+	f.mu.Lock()
+	f.ended = number
+	f.synced.Store(now)
+	if ok {
+		f.failed.Store(0)
+		f.owed.Store(false)
+	} else {
+		f.failed.Store(now)
+		f.owed.Store(true) // what it would have told, the next send's merge tells
 	}
+	f.busy = nil
+	f.mu.Unlock()
+	close(busy)
 }
 
 // merge merges n with the fleet's names, once, and reports whether the
@@ -434,7 +438,7 @@ func (s *fleetScope) merge(m *fleetScope, ms int64) bool {
 			known && old.Name != sh.Name && !later(old, sh, s.Live, ms) {
 			continue
 		}
-		if !known && len(s.Shapes) >= fleetShapesKeep && !s.forgetShape(ms) {
+		if !known && len(s.Shapes) >= fleetShapesKeep && !s.forgetShape(sh.At, ms) {
 			continue
 		}
 		if s.Shapes == nil {
@@ -475,66 +479,106 @@ func later(old, sh fleetShape, live map[string]int64, ms int64) bool {
 	return sh.At > old.At
 }
 
-// forgetShape forgets a shape whose named limit does not hold, one of the
-// default first, and reports whether there was one.
-func (s *fleetScope) forgetShape(ms int64) bool {
-	other := ""
+// forgetShape forgets the shape learned longest ago of those whose named
+// limit does not hold, one of the default first, if learned before at, so
+// that the fleet keeps the shapes learned latest, and reports whether it
+// forgot one.
+func (s *fleetScope) forgetShape(at, ms int64) bool {
+	var oldest, oldestDefault string
 	for k, sh := range s.Shapes {
 		if s.Live[sh.Name] > ms {
 			continue
 		}
-		if sh.Name == s.Fallback {
-			delete(s.Shapes, k)
-			return true
+		if sh.Name == s.Fallback && (oldestDefault == "" || sh.At < s.Shapes[oldestDefault].At) {
+			oldestDefault = k
 		}
-		if other == "" {
-			other = k
+		if oldest == "" || sh.At < s.Shapes[oldest].At {
+			oldest = k
 		}
 	}
-	if other == "" {
+	if oldestDefault != "" && s.Shapes[oldestDefault].At < at {
+		oldest = oldestDefault
+	}
+	if oldest == "" || s.Shapes[oldest].At >= at {
 		return false
 	}
-	delete(s.Shapes, other)
+	delete(s.Shapes, oldest)
 	return true
 }
 
 // export returns what n knows, in the fleet's form: per request scope, its
 // shapes' names, and the named limits that hold at now. Past the fleet's
-// bounds, the scopes and shapes that hold come first.
+// bounds, it keeps the scopes that hold, then those with the names learned
+// latest, and, in each, the shapes whose limits hold, then those learned
+// latest: the same choice each time, so that merging it changes nothing
+// when nothing was learned.
 func (n *names) export(now time.Time) map[string]*fleetScope {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	ms := now.UnixMilli()
-	out := make(map[string]*fleetScope, min(len(n.scopes), fleetScopesKeep))
-	for pass := range 2 {
-		for scope, sn := range n.scopes {
-			if len(out) >= fleetScopesKeep {
-				break
+	type ranked struct {
+		key    string
+		held   bool
+		latest int64
+		sn     *scopeNames
+	}
+	scopes := make([]ranked, 0, len(n.scopes))
+	for scope, sn := range n.scopes {
+		if key := fleetKey(scope); fleetScopeName(key) {
+			r := ranked{key: key, held: sn.holds(now), sn: sn}
+			for _, l := range sn.shapes {
+				r.latest = max(r.latest, l.at)
 			}
-			key := fleetKey(scope)
-			if _, done := out[key]; done || (pass == 0) != sn.holds(now) || !fleetScopeName(key) {
-				continue
-			}
-			s := &fleetScope{Shapes: make(map[string]fleetShape), Live: make(map[string]int64)}
-			for name, until := range sn.live {
-				if until.After(now) && len(s.Live) < fleetLiveKeep {
-					s.Live[name] = max(until.UnixMilli(), ms+1)
-				}
-			}
-			for held := range 2 {
-				for k, l := range sn.shapes {
-					if len(s.Shapes) >= fleetShapesKeep {
-						break
-					}
-					if (held == 0) == (s.Live[l.name] > 0) && shapeText(k) {
-						s.Shapes[k] = fleetShape{l.name, l.at}
-					}
-				}
-			}
-			out[key] = s
+			scopes = append(scopes, r)
 		}
 	}
+	if len(scopes) > fleetScopesKeep {
+		slices.SortFunc(scopes, func(a, b ranked) int {
+			return cmp.Or(heldFirst(a.held, b.held), cmp.Compare(b.latest, a.latest), strings.Compare(a.key, b.key))
+		})
+		scopes = scopes[:fleetScopesKeep]
+	}
+	out := make(map[string]*fleetScope, len(scopes))
+	for _, r := range scopes {
+		s := &fleetScope{Shapes: make(map[string]fleetShape), Live: make(map[string]int64)}
+		for name, until := range r.sn.live {
+			if until.After(now) && len(s.Live) < fleetLiveKeep {
+				s.Live[name] = max(until.UnixMilli(), ms+1)
+			}
+		}
+		type shaped struct {
+			k string
+			l learned
+		}
+		shapes := make([]shaped, 0, len(r.sn.shapes))
+		for k, l := range r.sn.shapes {
+			if l.name != "" && shapeText(k) {
+				shapes = append(shapes, shaped{k, l})
+			}
+		}
+		if len(shapes) > fleetShapesKeep {
+			slices.SortFunc(shapes, func(a, b shaped) int {
+				return cmp.Or(heldFirst(s.Live[a.l.name] > 0, s.Live[b.l.name] > 0), cmp.Compare(b.l.at, a.l.at), strings.Compare(a.k, b.k))
+			})
+			shapes = shapes[:fleetShapesKeep]
+		}
+		for _, sh := range shapes {
+			s.Shapes[sh.k] = fleetShape{sh.l.name, sh.l.at}
+		}
+		out[r.key] = s
+	}
 	return out
+}
+
+// heldFirst orders what holds before what does not.
+func heldFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	}
+	return 1
 }
 
 // absorb adds the fleet's names t to what n knows, at now: each shape's
@@ -617,8 +661,40 @@ func (n *names) unseen(scope string, req *http.Request) bool {
 	k := shape(req)
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	_, known := sn.shapes[k]
-	return !known
+	if _, known := sn.shapes[k]; known {
+		return false
+	}
+	return sn.misses[k] != unnamedMark
+}
+
+// unnamedMark marks, in scopeNames.misses, a shape the server served with
+// no name (Discord's routes that count only against the global limit): it
+// has no name for the fleet's names to give, and its sends merge no more
+// for it, but once a second.
+const unnamedMark = -1
+
+// servedUnnamed records that scope's server, which names its limits,
+// served req, not from a cache, with no name.
+func (n *names) servedUnnamed(scope string, req *http.Request) {
+	if !n.any.Load() {
+		return
+	}
+	n.mu.RLock()
+	sn := n.scopes[scope]
+	n.mu.RUnlock()
+	if sn == nil {
+		return
+	}
+	k := shape(req)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, known := sn.shapes[k]; known || sn.misses[k] == unnamedMark {
+		return
+	}
+	if sn.misses == nil || len(sn.misses) >= namedLook {
+		sn.misses = make(map[string]int64)
+	}
+	sn.misses[k] = unnamedMark
 }
 
 // missDue reports whether a merge is due for a send of req's shape, not
@@ -632,7 +708,7 @@ func (n *names) missDue(scope string, req *http.Request, now int64) bool {
 	if sn == nil {
 		return false
 	}
-	if at, ok := sn.misses[k]; ok && now-at < int64(fleetNamesEvery) {
+	if at, ok := sn.misses[k]; ok && (at == unnamedMark || now-at < int64(fleetNamesEvery)) {
 		return false
 	}
 	if sn.misses == nil || len(sn.misses) >= namedLook {

@@ -127,15 +127,17 @@ func TestDecodeFleetNames(t *testing.T) {
 }
 
 // TestFleetScopeBounds: past its bound of shapes, the fleet's names of a
-// scope forget a shape of the default first, never one whose limit holds,
-// and learn no new shape when every one holds; past its bound of scopes,
-// they forget the scope changed longest ago of those with nothing held.
+// scope forget, for a shape learned later, the one learned longest ago, of
+// the default first, never one whose limit holds; they learn no new shape
+// when every one holds, nor one learned before all they keep. Past their
+// bound of scopes, they forget the scope changed longest ago of those with
+// nothing held.
 func TestFleetScopeBounds(t *testing.T) {
 	const ms = int64(1_000_000)
 	full := func(name func(i int) string, live map[string]int64) *fleetScope {
 		s := &fleetScope{At: ms, Shapes: map[string]fleetShape{}, Live: live}
 		for i := range fleetShapesKeep {
-			s.Shapes["GET /"+strconv.Itoa(i)] = fleetShape{name(i), ms}
+			s.Shapes["GET /"+strconv.Itoa(i)] = fleetShape{name(i), ms - 1000 + int64(i)}
 		}
 		return s
 	}
@@ -143,23 +145,25 @@ func TestFleetScopeBounds(t *testing.T) {
 		name     string
 		scope    *fleetScope
 		fallback string
+		at       int64  // when the new shape was learned
 		learned  bool   // the new shape is learned
-		forgot   string // the name of the shape forgotten for it; "" none
+		forgot   string // the shape forgotten for it; "" none
 	}{
 		{"the default's shape goes first", full(func(i int) string {
 			if i == 7 {
 				return "resource core"
 			}
 			return "resource other"
-		}, nil), "resource core", true, "resource core"},
-		{"else any whose limit does not hold", full(func(int) string { return "resource search" }, nil), "", true, "resource search"},
+		}, nil), "resource core", ms, true, "GET /7"},
+		{"else the one learned longest ago", full(func(int) string { return "resource search" }, nil), "", ms, true, "GET /0"},
+		{"none learned before it", full(func(int) string { return "resource search" }, nil), "", ms - 2000, false, ""},
 		{"never one whose limit holds", full(func(i int) string {
 			if i == 9 {
 				return "resource free"
 			}
 			return "resource search"
-		}, map[string]int64{"resource search": ms + 60_000}), "", true, "resource free"},
-		{"every limit holds: nothing learned", full(func(int) string { return "resource search" }, map[string]int64{"resource search": ms + 60_000}), "", false, ""},
+		}, map[string]int64{"resource search": ms + 60_000}), "", ms, true, "GET /9"},
+		{"every limit holds: nothing learned", full(func(int) string { return "resource search" }, map[string]int64{"resource search": ms + 60_000}), "", ms, false, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,15 +172,15 @@ func TestFleetScopeBounds(t *testing.T) {
 			for k, v := range tc.scope.Shapes {
 				before[k] = v.Name
 			}
-			changed := tc.scope.merge(&fleetScope{Shapes: map[string]fleetShape{"GET /new": {"resource graphql", ms}}}, ms)
+			changed := tc.scope.merge(&fleetScope{Shapes: map[string]fleetShape{"GET /new": {"resource graphql", tc.at}}}, ms)
 			assert.Equal(t, tc.learned, changed)
 			assert.LessOrEqual(t, len(tc.scope.Shapes), fleetShapesKeep)
 			_, learned := tc.scope.Shapes["GET /new"]
 			assert.Equal(t, tc.learned, learned)
 			gone := ""
-			for k, v := range before {
+			for k := range before {
 				if _, ok := tc.scope.Shapes[k]; !ok {
-					gone = v
+					gone = k
 				}
 			}
 			assert.Equal(t, tc.forgot, gone)
@@ -280,29 +284,40 @@ func (g slowPace) Pace(ctx context.Context, scope string, update func([]byte) []
 	return g.memGate.Pace(ctx, scope, update)
 }
 
-// TestFleetNewsDuringAMerge: news a Transport learns while its merge
-// with the fleet's names is under way, which may have exported what it
-// knew before, is merged once more when that merge ends, not a second
-// later.
+// TestFleetNewsDuringAMerge: news a Transport learns while a merge with
+// the fleet's names is under way, which may have exported what it knew
+// before, is merged by a merge begun after it, which the call with the
+// news waits for and runs.
 func TestFleetNewsDuringAMerge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := slowPace{NewGate().(*memGate), make(chan struct{}), make(chan struct{})}
 		f := &fleetNames{gate: gate}
 		var n names
-		done := make(chan struct{})
+		first := make(chan struct{})
 		go func() {
 			f.news(context.Background(), &n) // a merge under way
-			close(done)
+			close(first)
 		}()
 		<-gate.entered
 		req, err := http.NewRequest("GET", "https://api.github.com/search/issues", nil)
 		require.NoError(t, err)
 		n.learn("api.github.com", req, "resource search")
-		f.news(context.Background(), &n) // the news: returns at once
+		second := make(chan struct{})
+		go func() {
+			f.news(context.Background(), &n) // the news: waits for the merge under way
+			close(second)
+		}()
+		synctest.Wait()
+		select {
+		case <-second:
+			t.Fatal("the news returned before a merge begun after it")
+		default:
+		}
 		gate.release <- struct{}{}
-		<-gate.entered // merged once more
+		<-first
+		<-gate.entered // the news' own merge
 		gate.release <- struct{}{}
-		<-done
+		<-second
 		var tab *fleetTable
 		require.NoError(t, gate.memGate.Pace(context.Background(), fleetNamesScope, func(b []byte) []byte {
 			tab, _ = decodeFleetNames(b, time.Now())

@@ -1,6 +1,7 @@
 package heed_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -515,5 +516,194 @@ func TestFleetNamesFromTheFuture(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	})
+}
+
+// TestFleetNamesOfAnUnnamedRouteAtARate: a route that names no bucket,
+// sent at a Limit's rate: each send waited for its rate, but once the
+// route was served with no name, its sends merge with the fleet's names
+// once a second, not each time.
+func TestFleetNamesOfAnUnnamedRouteAtARate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &discordish{answer: func(r *http.Request) (int, http.Header) {
+			if strings.HasSuffix(r.URL.Path, "/messages") {
+				return 200, discord("abcd", 4, 5*time.Second, false)(time.Now())
+			}
+			return 200, http.Header{} // no bucket
+		}}
+		gate := &countingGate{QuotaGate: heed.NewGate().(heed.QuotaGate)}
+		tr := heed.New(api, heed.WithGate(gate), heed.WithPolicy(heed.Policy{Limit: heed.Limit{Rate: 20}}))
+		require.NoError(t, dcDo(t, tr, "POST", "/channels/1/messages"))
+		gate.mu.Lock()
+		before := gate.names
+		gate.mu.Unlock()
+		start := time.Now()
+		for range 20 {
+			require.NoError(t, dcDo(t, tr, "GET", "/users/@me"))
+		}
+		took := time.Since(start)
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		assert.LessOrEqual(t, gate.names-before, int(took/time.Second)+2, "merges for 20 sends in %v", took)
+	})
+}
+
+// writesGate is heed's gate, counting Pace calls on the fleet's names
+// that change the state, and its size.
+type writesGate struct {
+	heed.QuotaGate
+	mu     sync.Mutex
+	reads  int
+	writes int
+	size   int
+}
+
+func (g *writesGate) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
+	if scope != "\x1fnames" {
+		return g.QuotaGate.(heed.PaceGate).Pace(ctx, scope, update)
+	}
+	return g.QuotaGate.(heed.PaceGate).Pace(ctx, scope, func(b []byte) []byte {
+		next := update(b)
+		g.mu.Lock()
+		g.reads++
+		if !bytes.Equal(b, next) {
+			g.writes++
+			g.size = len(next)
+		}
+		g.mu.Unlock()
+		return next
+	})
+}
+
+// TestFleetNamesOfMoreShapesThanTheyKeep: a Transport that knows more
+// shapes of a scope than the fleet's names keep (256) gives them the same
+// ones at each merge, the latest learned, so a merge with nothing new
+// writes nothing.
+func TestFleetNamesOfMoreShapesThanTheyKeep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &githubish{}
+		gate := &writesGate{QuotaGate: heed.NewGate().(heed.QuotaGate)}
+		tr := heed.New(api, heed.WithGate(gate))
+		for i := range 400 {
+			require.NoError(t, ghDo(t, tr, "/repos/o/"+letters(i)))
+		}
+		time.Sleep(2 * time.Second)
+		gate.mu.Lock()
+		before := gate.writes
+		gate.mu.Unlock()
+		for range 10 { // nothing new: a known shape once a second
+			require.NoError(t, ghDo(t, tr, "/user"))
+			time.Sleep(1100 * time.Millisecond)
+		}
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		t.Logf("state %d bytes", gate.size)
+		_ = gate.QuotaGate.(heed.PaceGate).Pace(context.Background(), "\x1fnames", func(b []byte) []byte {
+			i := bytes.Index(b, []byte(`"v":`))
+			if i >= 0 {
+				t.Logf("votes: %s", b[i:min(len(b), i+40)])
+			}
+			return b
+		})
+		assert.LessOrEqual(t, gate.writes-before, 1, "writes of an unchanged fleet's names in 10 merges")
+	})
+}
+
+// letters is a repository name with no digit, distinct for each i.
+func letters(i int) string {
+	s := ""
+	for {
+		s += string(rune('a' + i%26))
+		i /= 26
+		if i == 0 {
+			return s
+		}
+	}
+}
+
+// blockingNames is heed's gate, whose Pace on the fleet's names, while
+// block is set, signals entered and waits for release.
+type blockingNames struct {
+	heed.QuotaGate
+	block   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *blockingNames) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
+	if scope == "\x1fnames" && g.block.Load() {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+	return g.QuotaGate.(heed.PaceGate).Pace(ctx, scope, update)
+}
+
+// TestFleetNewsOfAnIdleTransport: a Transport that learns names and spent
+// limits while merges are under way, then sends nothing more, has them
+// merged all the same: ten seconds later another Transport is held by
+// them.
+func TestFleetNewsOfAnIdleTransport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sent atomic.Int64
+		hold := map[string]chan struct{}{"/b": make(chan struct{}), "/c": make(chan struct{})}
+		api := answering(func(r *http.Request) (int, http.Header) {
+			sent.Add(1)
+			res := strings.TrimPrefix(r.URL.Path, "/")
+			if ch, ok := hold[r.URL.Path]; ok && r.Header.Get("X-Pre") == "" {
+				<-ch
+				return 403, github("r"+res, 0, time.Minute)(time.Now())
+			}
+			if r.URL.Path == "/a" && r.Header.Get("X-Pre") == "" {
+				return 403, github("r"+res, 0, time.Minute)(time.Now())
+			}
+			return 200, github("r"+res, 5, time.Minute)(time.Now())
+		})
+		gate := &blockingNames{QuotaGate: heed.NewGate().(heed.QuotaGate), entered: make(chan struct{}), release: make(chan struct{})}
+		pol := heed.WithPolicy(heed.Policy{MaxWait: time.Second, MaxAttempts: 1})
+		t1 := heed.New(api, heed.WithGate(gate), pol)
+		do := func(tr http.RoundTripper, path string, pre bool) error {
+			req := newRequest(t, t.Context(), "GET", "https://api.github.com"+path, nil)
+			if pre {
+				req.Header.Set("X-Pre", "1")
+			}
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				readBody(t, resp)
+			}
+			return err
+		}
+		require.NoError(t, do(t1, "/a", true)) // ra, rb: one vote each, no default
+		require.NoError(t, do(t1, "/b", true))
+		time.Sleep(2 * time.Second)
+		go do(t1, "/b", false) // in flight
+		go do(t1, "/c", false) // unseen: merged, then in flight
+		synctest.Wait()
+		gate.block.Store(true)
+		go do(t1, "/a", false) // ra spent: news, a merge under way
+		<-gate.entered
+		close(hold["/b"]) // rb spent: news during turn 0
+		synctest.Wait()
+		gate.release <- struct{}{}
+		<-gate.entered    // the next merge, for /b's news
+		close(hold["/c"]) // /c learned, rc spent: news during it
+		synctest.Wait()
+		gate.release <- struct{}{}
+		synctest.Wait()
+		gate.block.Store(false)
+		for merging := true; merging; { // the merges the news still waits for
+			select {
+			case <-gate.entered:
+				gate.release <- struct{}{}
+				synctest.Wait()
+			default:
+				merging = false
+			}
+		}
+		time.Sleep(10 * time.Second) // t1 sends nothing more
+		t2 := heed.New(api, heed.WithGate(gate), pol)
+		before := sent.Load()
+		err := do(t2, "/c", true)
+		assert.True(t, heldAtGate(err), "t2: %v", err)
+		assert.Equal(t, before, sent.Load(), "sent into rc's hold, learned by t1 10 s before")
 	})
 }

@@ -59,6 +59,7 @@ const namedRedate = 100 * time.Millisecond
 
 // names is what a Transport learned of server-named limits.
 type names struct {
+	dated  bool        // a fleet shares the names: answers date them (fleetnames.go)
 	any    atomic.Bool // a name was ever learned: until then nothing is looked up
 	mu     sync.RWMutex
 	scopes map[string]*scopeNames // by request scope
@@ -73,8 +74,9 @@ type scopeNames struct {
 	votes    map[string]int     // resource → shapes first answered with it
 	fallback string             // the resource of a shape not yet answered (elect)
 	// misses holds, by shape, when the fleet's names were last merged for
-	// a send of a shape not seen answered (fleetnames.go); at most
-	// namedLook, mono counts
+	// a send of a shape not seen answered (fleetnames.go), as a mono
+	// count, or unnamedMark for a shape served with no name; at most
+	// namedLook
 	misses map[string]int64
 }
 
@@ -118,7 +120,6 @@ func (n *names) lookup(scope string, req *http.Request) string {
 // most every namedRedate.
 func (n *names) learn(scope string, req *http.Request, name string) (counts, news bool) {
 	k := shape(req)
-	now := time.Now()
 	n.mu.RLock()
 	sn := n.scopes[scope]
 	l := learned{}
@@ -126,11 +127,12 @@ func (n *names) learn(scope string, req *http.Request, name string) (counts, new
 		l = sn.shapes[k]
 	}
 	n.mu.RUnlock()
-	if l.name == name && now.UnixMilli()-l.at < namedRedate.Milliseconds() {
+	if l.name == name && (!n.dated || time.Now().UnixMilli()-l.at < namedRedate.Milliseconds()) {
 		return true, false
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	now := time.Now()
 	if sn = n.scopes[scope]; sn != nil {
 		if l, ok := sn.shapes[k]; ok && l.name == name {
 			sn.shapes[k] = learned{name, max(now.UnixMilli(), l.at)}

@@ -73,6 +73,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 		if t.paces != nil {
 			t.split = true
 			t.fleet = &fleetNames{gate: t.paces}
+			t.named.dated = true
 		}
 	}
 	t.admit = newAdmission(t.gate)
@@ -345,6 +346,8 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		c.holdIn = ""
 		if c.transport.split && (m&markNamed != 0 || c.named != "") {
 			c.answerScope(resp, m, v.Class == Throttled)
+		} else if c.transport.fleet != nil && resp != nil && resp.StatusCode < 300 && m&markAge == 0 {
+			c.transport.named.servedUnnamed(c.scope, c.req)
 		}
 		var hint time.Duration
 		var source string
