@@ -158,34 +158,42 @@ func (g *countingGate) Pace(ctx context.Context, scope string, update func([]byt
 // TestFleetNamesOfAnUnnamedRoute: Discord answers some routes with no
 // bucket ("not every endpoint has an endpoint-specific rate limit"). In a
 // scope that names its limits such a shape is never seen answered with a
-// name, and its sends merge with the fleet's names once a second at most,
-// not each time.
+// name; once it was served so, its sends merge with the fleet's names once
+// a second at most, not each time: 20 sends in one instant, or at a
+// Limit's rate of 20 a second, each send having waited for it.
 func TestFleetNamesOfAnUnnamedRoute(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		api := &discordish{answer: func(r *http.Request) (int, http.Header) {
-			if strings.HasSuffix(r.URL.Path, "/messages") {
-				return 200, discord("abcd", 4, 5*time.Second, false)(time.Now())
-			}
-			return 200, http.Header{} // no bucket
-		}}
-		gate := &countingGate{QuotaGate: heed.NewGate().(heed.QuotaGate)}
-		tr := heed.New(api, heed.WithGate(gate))
-		do := func(method, path string) {
-			resp, err := tr.RoundTrip(newRequest(t, t.Context(), method, "https://discord.com/api/v10"+path, nil))
-			require.NoError(t, err)
-			readBody(t, resp)
-		}
-		do("POST", "/channels/1/messages")
-		gate.mu.Lock()
-		before := gate.names
-		gate.mu.Unlock()
-		for range 20 {
-			do("GET", "/users/@me")
-		}
-		gate.mu.Lock()
-		defer gate.mu.Unlock()
-		assert.LessOrEqual(t, gate.names-before, 1, "merges for 20 sends within the same instant")
-	})
+	for _, tc := range []struct {
+		name  string
+		limit heed.Limit
+	}{
+		{"in one instant", heed.Limit{}},
+		{"at a rate", heed.Limit{Rate: 20}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := &discordish{answer: func(r *http.Request) (int, http.Header) {
+					if strings.HasSuffix(r.URL.Path, "/messages") {
+						return 200, discord("abcd", 4, 5*time.Second, false)(time.Now())
+					}
+					return 200, http.Header{} // no bucket
+				}}
+				gate := &countingGate{QuotaGate: heed.NewGate().(heed.QuotaGate)}
+				tr := heed.New(api, heed.WithGate(gate), heed.WithPolicy(heed.Policy{Limit: tc.limit}))
+				require.NoError(t, dcDo(t, tr, "POST", "/channels/1/messages"))
+				gate.mu.Lock()
+				before := gate.names
+				gate.mu.Unlock()
+				start := time.Now()
+				for range 20 {
+					require.NoError(t, dcDo(t, tr, "GET", "/users/@me"))
+				}
+				took := time.Since(start)
+				gate.mu.Lock()
+				defer gate.mu.Unlock()
+				assert.LessOrEqual(t, gate.names-before, 1+int(took/time.Second), "merges for 20 sends in %v", took)
+			})
+		})
+	}
 }
 
 // orderGate is heed's gate, logging Pace and Hold calls in order.
@@ -516,35 +524,6 @@ func TestFleetNamesFromTheFuture(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-	})
-}
-
-// TestFleetNamesOfAnUnnamedRouteAtARate: a route that names no bucket,
-// sent at a Limit's rate: each send waited for its rate, but once the
-// route was served with no name, its sends merge with the fleet's names
-// once a second, not each time.
-func TestFleetNamesOfAnUnnamedRouteAtARate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		api := &discordish{answer: func(r *http.Request) (int, http.Header) {
-			if strings.HasSuffix(r.URL.Path, "/messages") {
-				return 200, discord("abcd", 4, 5*time.Second, false)(time.Now())
-			}
-			return 200, http.Header{} // no bucket
-		}}
-		gate := &countingGate{QuotaGate: heed.NewGate().(heed.QuotaGate)}
-		tr := heed.New(api, heed.WithGate(gate), heed.WithPolicy(heed.Policy{Limit: heed.Limit{Rate: 20}}))
-		require.NoError(t, dcDo(t, tr, "POST", "/channels/1/messages"))
-		gate.mu.Lock()
-		before := gate.names
-		gate.mu.Unlock()
-		start := time.Now()
-		for range 20 {
-			require.NoError(t, dcDo(t, tr, "GET", "/users/@me"))
-		}
-		took := time.Since(start)
-		gate.mu.Lock()
-		defer gate.mu.Unlock()
-		assert.LessOrEqual(t, gate.names-before, int(took/time.Second)+2, "merges for 20 sends in %v", took)
 	})
 }
 
