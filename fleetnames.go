@@ -89,11 +89,14 @@ type fleetNames struct {
 	gate   PaceGate
 	synced atomic.Int64 // mono count of the last merge ended; 0: none
 	failed atomic.Int64 // mono count of the last merge that failed; 0: none since one did not
-	owed   atomic.Bool  // news came while merges failed: the next send merges
-	mu     sync.Mutex
-	busy   chan struct{} // closed when the merge under way ends; nil: none
-	begun  int64         // merges begun
-	ended  int64         // the number of the last merge ended
+	// owed is the number of the first merge that would tell news that
+	// came while merges failed, or timed out; 0: none. The next send
+	// merges, and a merge numbered so or later that ends well clears it.
+	owed  atomic.Int64
+	mu    sync.Mutex
+	busy  chan struct{} // closed when the merge under way ends; nil: none
+	begun int64         // merges begun
+	ended int64         // the number of the last merge ended
 }
 
 // refresh merges with the fleet's names when due before a send of req in
@@ -108,7 +111,7 @@ func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *h
 		return
 	}
 	synced := f.synced.Load()
-	due := synced == 0 || now-synced >= int64(fleetNamesEvery) || f.owed.Load()
+	due := synced == 0 || now-synced >= int64(fleetNamesEvery) || f.owed.Load() != 0
 	unseen := n.unseen(scope, req)
 	if !due && !unseen {
 		return
@@ -124,9 +127,11 @@ func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *h
 		}
 		return
 	}
-	if !due && !n.missDue(scope, req, now) && !waited {
-		f.mu.Unlock()
-		return
+	if !due {
+		if missed, unnamed := n.missDue(scope, req, now); !missed && (unnamed || !waited) {
+			f.mu.Unlock()
+			return
+		}
 	}
 	f.run(ctx, n) // unlocks f.mu
 }
@@ -134,25 +139,20 @@ func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *h
 // news merges with the fleet's names what n learned from an answer: it
 // returns once a merge begun after it was called has ended, running one
 // itself when none is under way, and waiting for the one under way, which
-// may have read n before the news, otherwise; at most paceTimeout twice.
-// While merges fail, the news is owed to the next send's merge.
+// may have read n before the news, otherwise; each merge is bounded by
+// paceTimeout, as far as the gate heeds its context, and the caller's own
+// context does not cut the wait short, lest the news be lost. While
+// merges fail, the news is owed to the next send's merge.
 func (f *fleetNames) news(ctx context.Context, n *names) {
 	if f.resting(mono(time.Now())) {
-		f.owed.Store(true)
+		f.owe()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*paceTimeout)
-	defer cancel()
 	f.mu.Lock()
 	for target := f.begun + 1; f.ended < target; f.mu.Lock() {
 		if busy := f.busy; busy != nil {
 			f.mu.Unlock()
-			select {
-			case <-busy:
-			case <-ctx.Done():
-				f.owed.Store(true)
-				return
-			}
+			<-busy
 			continue
 		}
 		f.run(ctx, n) // unlocks f.mu
@@ -167,31 +167,47 @@ func (f *fleetNames) resting(now int64) bool {
 	return failed != 0 && now-failed < int64(fleetNamesEvery)
 }
 
+// owe records news that no merge begun yet will tell.
+func (f *fleetNames) owe() {
+	f.mu.Lock()
+	if f.owed.Load() == 0 {
+		f.owed.Store(f.begun + 1)
+	}
+	f.mu.Unlock()
+}
+
 // run begins a merge, called with f.mu held and no merge under way, which
-// it unlocks; it returns once the merge has ended.
+// it unlocks; it returns once the merge has ended, or panicked.
 func (f *fleetNames) run(ctx context.Context, n *names) {
 	f.begun++
 	number := f.begun
 	busy := make(chan struct{})
 	f.busy = busy
 	f.mu.Unlock()
+	ok := false
+	defer func() {
+		now := mono(time.Now())
+		f.mu.Lock()
+		f.ended = number
+		f.synced.Store(now)
+		if ok {
+			f.failed.Store(0)
+			if owed := f.owed.Load(); owed != 0 && number >= owed {
+				f.owed.Store(0)
+			}
+		} else {
+			f.failed.Store(now)
+			if f.owed.Load() == 0 {
+				f.owed.Store(number + 1) // what it would have told, the next merge tells
+			}
+		}
+		f.busy = nil
+		f.mu.Unlock()
+		close(busy)
+	}()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), paceTimeout)
-	ok := f.merge(ctx, n)
-	cancel()
-	now := mono(time.Now())
-	f.mu.Lock()
-	f.ended = number
-	f.synced.Store(now)
-	if ok {
-		f.failed.Store(0)
-		f.owed.Store(false)
-	} else {
-		f.failed.Store(now)
-		f.owed.Store(true) // what it would have told, the next send's merge tells
-	}
-	f.busy = nil
-	f.mu.Unlock()
-	close(busy)
+	defer cancel()
+	ok = f.merge(ctx, n)
 }
 
 // merge merges n with the fleet's names, once, and reports whether the
@@ -508,10 +524,11 @@ func (s *fleetScope) forgetShape(at, ms int64) bool {
 
 // export returns what n knows, in the fleet's form: per request scope, its
 // shapes' names, and the named limits that hold at now. Past the fleet's
-// bounds, it keeps the scopes that hold, then those with the names learned
-// latest, and, in each, the shapes whose limits hold, then those learned
-// latest: the same choice each time, so that merging it changes nothing
-// when nothing was learned.
+// bounds, it keeps the scopes that hold, then those with the shapes it
+// came to know latest, and, in each, the shapes whose limits hold, then
+// those it came to know latest: the same choice at each merge while it
+// learns no new shape, however often answers date the names, so that
+// merging it changes nothing then.
 func (n *names) export(now time.Time) map[string]*fleetScope {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
@@ -525,14 +542,15 @@ func (n *names) export(now time.Time) map[string]*fleetScope {
 	scopes := make([]ranked, 0, len(n.scopes))
 	for scope, sn := range n.scopes {
 		if key := fleetKey(scope); fleetScopeName(key) {
-			r := ranked{key: key, held: sn.holds(now), sn: sn}
-			for _, l := range sn.shapes {
-				r.latest = max(r.latest, l.at)
-			}
-			scopes = append(scopes, r)
+			scopes = append(scopes, ranked{key: key, held: sn.holds(now), sn: sn})
 		}
 	}
 	if len(scopes) > fleetScopesKeep {
+		for i := range scopes {
+			for _, l := range scopes[i].sn.shapes {
+				scopes[i].latest = max(scopes[i].latest, l.first)
+			}
+		}
 		slices.SortFunc(scopes, func(a, b ranked) int {
 			return cmp.Or(heldFirst(a.held, b.held), cmp.Compare(b.latest, a.latest), strings.Compare(a.key, b.key))
 		})
@@ -540,29 +558,36 @@ func (n *names) export(now time.Time) map[string]*fleetScope {
 	}
 	out := make(map[string]*fleetScope, len(scopes))
 	for _, r := range scopes {
-		s := &fleetScope{Shapes: make(map[string]fleetShape), Live: make(map[string]int64)}
+		s := &fleetScope{Shapes: make(map[string]fleetShape, min(len(r.sn.shapes), fleetShapesKeep)), Live: make(map[string]int64)}
 		for name, until := range r.sn.live {
 			if until.After(now) && len(s.Live) < fleetLiveKeep {
 				s.Live[name] = max(until.UnixMilli(), ms+1)
 			}
 		}
+		if len(r.sn.shapes) <= fleetShapesKeep {
+			for k, l := range r.sn.shapes {
+				if l.name != "" && shapeText(k) {
+					s.Shapes[k] = fleetShape{l.name, l.at}
+				}
+			}
+			out[r.key] = s
+			continue
+		}
 		type shaped struct {
-			k string
-			l learned
+			k    string
+			l    learned
+			held bool
 		}
 		shapes := make([]shaped, 0, len(r.sn.shapes))
 		for k, l := range r.sn.shapes {
 			if l.name != "" && shapeText(k) {
-				shapes = append(shapes, shaped{k, l})
+				shapes = append(shapes, shaped{k, l, s.Live[l.name] > 0})
 			}
 		}
-		if len(shapes) > fleetShapesKeep {
-			slices.SortFunc(shapes, func(a, b shaped) int {
-				return cmp.Or(heldFirst(s.Live[a.l.name] > 0, s.Live[b.l.name] > 0), cmp.Compare(b.l.at, a.l.at), strings.Compare(a.k, b.k))
-			})
-			shapes = shapes[:fleetShapesKeep]
-		}
-		for _, sh := range shapes {
+		slices.SortFunc(shapes, func(a, b shaped) int {
+			return cmp.Or(heldFirst(a.held, b.held), cmp.Compare(b.l.first, a.l.first), strings.Compare(a.k, b.k))
+		})
+		for _, sh := range shapes[:min(len(shapes), fleetShapesKeep)] {
 			s.Shapes[sh.k] = fleetShape{sh.l.name, sh.l.at}
 		}
 		out[r.key] = s
@@ -627,7 +652,7 @@ func (n *names) absorb(t *fleetTable, now time.Time) {
 			switch {
 			case known && l.name == sh.Name:
 				if sh.At > l.at {
-					sn.shapes[k] = learned{sh.Name, sh.At}
+					sn.shapes[k] = learned{sh.Name, sh.At, l.first}
 				}
 				continue
 			case known && sn.live[l.name].After(now) && !sn.live[sh.Name].After(now):
@@ -637,7 +662,11 @@ func (n *names) absorb(t *fleetTable, now time.Time) {
 			case !known && len(sn.shapes) >= namedKeep && !sn.forgetOne(now):
 				continue
 			}
-			sn.shapes[k] = learned{sh.Name, sh.At}
+			first := l.first
+			if !known {
+				first = now.UnixMilli()
+			}
+			sn.shapes[k] = learned{sh.Name, sh.At, first}
 		}
 		some = true
 	}
@@ -661,16 +690,15 @@ func (n *names) unseen(scope string, req *http.Request) bool {
 	k := shape(req)
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	if _, known := sn.shapes[k]; known {
-		return false
-	}
-	return sn.misses[k] != unnamedMark
+	_, known := sn.shapes[k]
+	return !known
 }
 
 // unnamedMark marks, in scopeNames.misses, a shape the server served with
-// no name (Discord's routes that count only against the global limit): it
-// has no name for the fleet's names to give, and its sends merge no more
-// for it, but once a second.
+// no name (Discord's routes that count only against the global limit),
+// as a negative time there: it has no name for the fleet's names to give,
+// so its sends merge for it once a second at most, whether they waited or
+// not.
 const unnamedMark = -1
 
 // servedUnnamed records that scope's server, which names its limits,
@@ -686,34 +714,52 @@ func (n *names) servedUnnamed(scope string, req *http.Request) {
 		return
 	}
 	k := shape(req)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, known := sn.shapes[k]; known || sn.misses[k] == unnamedMark {
+	n.mu.RLock()
+	_, known := sn.shapes[k]
+	marked := sn.misses[k] < 0
+	n.mu.RUnlock()
+	if known || marked {
 		return
 	}
-	if sn.misses == nil || len(sn.misses) >= namedLook {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, known := sn.shapes[k]; known {
+		return
+	}
+	at, ok := sn.misses[k]
+	if !ok && (sn.misses == nil || len(sn.misses) >= namedLook) {
 		sn.misses = make(map[string]int64)
 	}
-	sn.misses[k] = unnamedMark
+	sn.misses[k] = min(-at, unnamedMark) // merged for it when it was last missed, if it was
 }
 
 // missDue reports whether a merge is due for a send of req's shape, not
-// seen answered in scope, at now (a mono count): none for it in the last
-// fleetNamesEvery. It records now as that merge's time.
-func (n *names) missDue(scope string, req *http.Request, now int64) bool {
+// seen answered with a name in scope, at now (a mono count): none for it
+// in the last fleetNamesEvery; and whether the shape was served with no
+// name, when a wait alone does not make one due. It records now as that
+// merge's time.
+func (n *names) missDue(scope string, req *http.Request, now int64) (due, unnamed bool) {
 	k := shape(req)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	sn := n.scopes[scope]
 	if sn == nil {
-		return false
+		return false, false
 	}
-	if at, ok := sn.misses[k]; ok && (at == unnamedMark || now-at < int64(fleetNamesEvery)) {
-		return false
+	at, ok := sn.misses[k]
+	unnamed = at < 0
+	if ok && now-abs(at) < int64(fleetNamesEvery) {
+		return false, unnamed
 	}
 	if sn.misses == nil || len(sn.misses) >= namedLook {
 		sn.misses = make(map[string]int64)
 	}
+	if unnamed {
+		now = -now
+	}
 	sn.misses[k] = now
-	return true
+	return true, unnamed
 }
+
+// abs is |v|.
+func abs(v int64) int64 { return max(v, -v) }

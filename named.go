@@ -75,17 +75,18 @@ type scopeNames struct {
 	fallback string             // the resource of a shape not yet answered (elect)
 	// misses holds, by shape, when the fleet's names were last merged for
 	// a send of a shape not seen answered (fleetnames.go), as a mono
-	// count, or unnamedMark for a shape served with no name; at most
-	// namedLook
+	// count, negated for a shape served with no name (unnamedMark: not
+	// since); at most namedLook
 	misses map[string]int64
 }
 
 // learned is the name a shape was answered with, and when that was
 // learned, in Unix milliseconds: of two names of a shape, the later wins
-// (fleetnames.go).
+// (fleetnames.go); first is when the Transport first knew the shape,
+// which ranks it for the fleet's bounds.
 type learned struct {
-	name string
-	at   int64
+	name      string
+	at, first int64
 }
 
 // lookup returns the name req is taken to count against in scope: its
@@ -135,7 +136,7 @@ func (n *names) learn(scope string, req *http.Request, name string) (counts, new
 	now := time.Now()
 	if sn = n.scopes[scope]; sn != nil {
 		if l, ok := sn.shapes[k]; ok && l.name == name {
-			sn.shapes[k] = learned{name, max(now.UnixMilli(), l.at)}
+			sn.shapes[k] = learned{name, max(now.UnixMilli(), l.at), l.first}
 			return true, false
 		}
 	}
@@ -164,7 +165,11 @@ func (n *names) learn(scope string, req *http.Request, name string) (counts, new
 	}
 	// Later than the name it replaces, as this Transport knows it, though
 	// the clock has not moved or the name came from a clock ahead.
-	sn.shapes[k] = learned{name, max(now.UnixMilli(), sn.shapes[k].at+1)}
+	first := sn.shapes[k].first
+	if first == 0 {
+		first = now.UnixMilli()
+	}
+	sn.shapes[k] = learned{name, max(now.UnixMilli(), sn.shapes[k].at+1), first}
 	n.any.Store(true)
 	return true, true
 }
