@@ -92,11 +92,12 @@ type fleetNames struct {
 	// owed is the number of the first merge that would tell news that
 	// came while merges failed, or timed out; 0: none. The next send
 	// merges, and a merge numbered so or later that ends well clears it.
-	owed  atomic.Int64
-	mu    sync.Mutex
-	busy  chan struct{} // closed when the merge under way ends; nil: none
-	begun int64         // merges begun
-	ended int64         // the number of the last merge ended
+	owed     atomic.Int64
+	catching atomic.Bool // a goroutine merges what is owed (catchUp)
+	mu       sync.Mutex
+	busy     chan struct{} // closed when the merge under way ends; nil: none
+	begun    int64         // merges begun
+	ended    int64         // the number of the last merge ended
 }
 
 // refresh merges with the fleet's names when due before a send of req in
@@ -112,14 +113,22 @@ func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *h
 	}
 	synced := f.synced.Load()
 	due := synced == 0 || now-synced >= int64(fleetNamesEvery) || f.owed.Load() != 0
-	unseen := n.unseen(scope, req)
+	unseen, unnamed := n.unseen(scope, req)
 	if !due && !unseen {
 		return
+	}
+	if !due && unnamed {
+		// Served with no name: merged for once a second, waits or not,
+		// and never waited for.
+		if !n.missDue(scope, req, now) {
+			return
+		}
+		due = true
 	}
 	f.mu.Lock()
 	if busy := f.busy; busy != nil {
 		f.mu.Unlock()
-		if unseen || synced == 0 {
+		if unseen && !unnamed || synced == 0 {
 			select {
 			case <-busy:
 			case <-ctx.Done():
@@ -127,11 +136,9 @@ func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *h
 		}
 		return
 	}
-	if !due {
-		if missed, unnamed := n.missDue(scope, req, now); !missed && (unnamed || !waited) {
-			f.mu.Unlock()
-			return
-		}
+	if !due && !n.missDue(scope, req, now) && !waited {
+		f.mu.Unlock()
+		return
 	}
 	f.run(ctx, n) // unlocks f.mu
 }
@@ -139,25 +146,61 @@ func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *h
 // news merges with the fleet's names what n learned from an answer: it
 // returns once a merge begun after it was called has ended, running one
 // itself when none is under way, and waiting for the one under way, which
-// may have read n before the news, otherwise; each merge is bounded by
-// paceTimeout, as far as the gate heeds its context, and the caller's own
-// context does not cut the wait short, lest the news be lost. While
-// merges fail, the news is owed to the next send's merge.
+// may have read n before the news, otherwise. Its caller's context does
+// not cut that short, lest the news be lost; a gate that does not end a
+// merge within newsWait does: the news is then owed, and one goroutine
+// merges it once the gate does end the merge under way. While merges
+// fail, the news is owed to the next send's merge.
 func (f *fleetNames) news(ctx context.Context, n *names) {
 	if f.resting(mono(time.Now())) {
 		f.owe()
 		return
 	}
+	limit := time.NewTimer(newsWait)
+	defer limit.Stop()
 	f.mu.Lock()
 	for target := f.begun + 1; f.ended < target; f.mu.Lock() {
 		if busy := f.busy; busy != nil {
 			f.mu.Unlock()
-			<-busy
+			select {
+			case <-busy:
+			case <-limit.C:
+				f.owe()
+				f.catchUp(n)
+				return
+			}
 			continue
 		}
 		f.run(ctx, n) // unlocks f.mu
 	}
 	f.mu.Unlock()
+}
+
+// newsWait bounds how long a call waits to tell its news: two merges.
+const newsWait = 2 * paceTimeout
+
+// catchUp starts, unless one runs, the goroutine that merges the news
+// owed once the merge under way ends, however long the gate takes.
+func (f *fleetNames) catchUp(n *names) {
+	if !f.catching.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer f.catching.Store(false)
+		for f.owed.Load() != 0 {
+			f.mu.Lock()
+			if busy := f.busy; busy != nil {
+				f.mu.Unlock()
+				<-busy
+				continue
+			}
+			if f.resting(mono(time.Now())) {
+				f.mu.Unlock()
+				return // the next send's merge tells it
+			}
+			f.run(context.Background(), n) // unlocks f.mu
+		}
+	}()
 }
 
 // resting reports whether a merge failed less than fleetNamesEvery before
@@ -170,9 +213,7 @@ func (f *fleetNames) resting(now int64) bool {
 // owe records news that no merge begun yet will tell.
 func (f *fleetNames) owe() {
 	f.mu.Lock()
-	if f.owed.Load() == 0 {
-		f.owed.Store(f.begun + 1)
-	}
+	f.owed.Store(max(f.owed.Load(), f.begun+1))
 	f.mu.Unlock()
 }
 
@@ -197,9 +238,7 @@ func (f *fleetNames) run(ctx context.Context, n *names) {
 			}
 		} else {
 			f.failed.Store(now)
-			if f.owed.Load() == 0 {
-				f.owed.Store(number + 1) // what it would have told, the next merge tells
-			}
+			f.owed.Store(max(f.owed.Load(), number+1)) // what it would have told, the next merge tells
 		}
 		f.busy = nil
 		f.mu.Unlock()
@@ -664,7 +703,7 @@ func (n *names) absorb(t *fleetTable, now time.Time) {
 			}
 			first := l.first
 			if !known {
-				first = now.UnixMilli()
+				first = sh.At // when the fleet learned it: Transports rank it alike
 			}
 			sn.shapes[k] = learned{sh.Name, sh.At, first}
 		}
@@ -676,22 +715,24 @@ func (n *names) absorb(t *fleetTable, now time.Time) {
 }
 
 // unseen reports whether scope's server names its limits and req's shape
-// has no name n knows.
-func (n *names) unseen(scope string, req *http.Request) bool {
+// has no name n knows, and whether, so, it was served with no name.
+func (n *names) unseen(scope string, req *http.Request) (unseen, unnamed bool) {
 	if !n.any.Load() {
-		return false
+		return false, false
 	}
 	n.mu.RLock()
 	sn := n.scopes[scope]
 	n.mu.RUnlock()
 	if sn == nil {
-		return false
+		return false, false
 	}
 	k := shape(req)
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	_, known := sn.shapes[k]
-	return !known
+	if _, known := sn.shapes[k]; known {
+		return false, false
+	}
+	return true, sn.misses[k] < 0
 }
 
 // unnamedMark marks, in scopeNames.misses, a shape the server served with
@@ -730,35 +771,33 @@ func (n *names) servedUnnamed(scope string, req *http.Request) {
 	if !ok && (sn.misses == nil || len(sn.misses) >= namedLook) {
 		sn.misses = make(map[string]int64)
 	}
-	sn.misses[k] = min(-at, unnamedMark) // merged for it when it was last missed, if it was
+	sn.misses[k] = min(-abs(at), unnamedMark) // merged for it when it was last missed, if it was
 }
 
 // missDue reports whether a merge is due for a send of req's shape, not
 // seen answered with a name in scope, at now (a mono count): none for it
-// in the last fleetNamesEvery; and whether the shape was served with no
-// name, when a wait alone does not make one due. It records now as that
-// merge's time.
-func (n *names) missDue(scope string, req *http.Request, now int64) (due, unnamed bool) {
+// in the last fleetNamesEvery. It records now as that merge's time,
+// negated for a shape served with no name.
+func (n *names) missDue(scope string, req *http.Request, now int64) bool {
 	k := shape(req)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	sn := n.scopes[scope]
 	if sn == nil {
-		return false, false
+		return false
 	}
 	at, ok := sn.misses[k]
-	unnamed = at < 0
 	if ok && now-abs(at) < int64(fleetNamesEvery) {
-		return false, unnamed
+		return false
 	}
-	if sn.misses == nil || len(sn.misses) >= namedLook {
+	if !ok && (sn.misses == nil || len(sn.misses) >= namedLook) {
 		sn.misses = make(map[string]int64)
 	}
-	if unnamed {
+	if at < 0 {
 		now = -now
 	}
 	sn.misses[k] = now
-	return true, unnamed
+	return true
 }
 
 // abs is |v|.

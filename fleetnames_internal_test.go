@@ -3,6 +3,7 @@ package heed
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -404,5 +405,115 @@ func FuzzFleetKey(f *testing.F) {
 		require.NoError(t, json.Unmarshal(b, &m))
 		require.Contains(t, m, key)
 		_, _ = scopeOfKey(scope)
+	})
+}
+
+// stepPace is heed's gate whose Pace signals entered, then takes a
+// verdict from release: nil runs memGate's Pace, an error fails the merge.
+type stepPace struct {
+	*memGate
+	entered chan struct{}
+	release chan error
+}
+
+func (g stepPace) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
+	g.entered <- struct{}{}
+	if err := <-g.release; err != nil {
+		return err
+	}
+	return g.memGate.Pace(ctx, scope, update)
+}
+
+// TestFleetNewsOwedWhileResting: news told while merges rest after a
+// failure is owed past the merge that read the names before it: that
+// merge, ending well, leaves it merged or owed, never neither.
+func TestFleetNewsOwedWhileResting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := stepPace{NewGate().(*memGate), make(chan struct{}), make(chan error)}
+		f := &fleetNames{gate: gate}
+		var n names
+		go f.news(context.Background(), &n) // merge 1
+		<-gate.entered
+		xDone := make(chan struct{})
+		go func() { f.news(context.Background(), &n); close(xDone) }() // X waits for 1, will run 2
+		synctest.Wait()
+		gate.release <- errors.New("redis down") // merge 1 fails: owed=2, resting
+		<-gate.entered                           // X's merge 2 has exported n
+		req, err := http.NewRequest("GET", "https://api.github.com/search/issues", nil)
+		require.NoError(t, err)
+		n.learn("api.github.com", req, "resource search") // Y's news
+		n.held("api.github.com", "resource search", time.Now().Add(time.Hour))
+		f.news(context.Background(), &n) // resting: owe() keeps owed=2, returns
+		gate.release <- nil              // merge 2 succeeds, clears owed
+		<-xDone
+		var tab *fleetTable
+		require.NoError(t, gate.memGate.Pace(context.Background(), fleetNamesScope, func(b []byte) []byte {
+			tab, _ = decodeFleetNames(b, time.Now())
+			return b
+		}))
+		told := tab != nil && tab.Scopes["api.github.com"] != nil
+		assert.True(t, told || f.owed.Load() != 0, "Y's news neither merged nor owed (owed=%d)", f.owed.Load())
+	})
+}
+
+// TestFleetUnnamedShapeDoesNotWait: a send of a shape served with no name,
+// for which no merge is due, does not wait for a merge under way.
+func TestFleetUnnamedShapeDoesNotWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := stepPace{NewGate().(*memGate), make(chan struct{}), make(chan error)}
+		f := &fleetNames{gate: gate}
+		var n names
+		post, _ := http.NewRequest("POST", "https://discord.com/api/v10/channels/1/messages", nil)
+		me, _ := http.NewRequest("GET", "https://discord.com/api/v10/users/@me", nil)
+		n.learn("discord.com", post, "bucket abcd")
+		n.servedUnnamed("discord.com", me)
+		require.True(t, n.missDue("discord.com", me, mono(time.Now()))) // merged for it just now
+		f.synced.Store(mono(time.Now()))
+		go f.news(context.Background(), &n) // someone's merge, slow gate
+		<-gate.entered
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+		defer cancel()
+		done := make(chan struct{})
+		go func() { f.refresh(ctx, &n, "discord.com", me, false); close(done) }()
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			<-done
+			t.Errorf("marked unnamed send, not due, waited %v for another's merge", time.Since(start))
+		}
+		gate.release <- nil
+	})
+}
+
+// TestFleetNewsBehindAHungGate: news behind a merge whose gate hangs,
+// ignoring its context, returns after newsWait, and the news is merged by
+// the goroutine that catches up once the gate ends that merge.
+func TestFleetNewsBehindAHungGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := stepPace{NewGate().(*memGate), make(chan struct{}), make(chan error)}
+		f := &fleetNames{gate: gate}
+		var n names
+		go f.news(context.Background(), &n)
+		<-gate.entered // hung: the gate ignores its context
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		done := make(chan struct{})
+		go func() { f.news(ctx, &n); close(done) }()
+		time.Sleep(time.Minute)
+		select {
+		case <-done:
+		default:
+			t.Error("news still waiting a minute past its caller's 2 s deadline")
+		}
+		assert.NotZero(t, f.owed.Load(), "owed")
+		gate.release <- nil
+		<-gate.entered // the catching up
+		gate.release <- nil
+		<-done
+		synctest.Wait()
+		assert.Zero(t, f.owed.Load(), "merged once the gate ended its merge")
 	})
 }

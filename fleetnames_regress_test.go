@@ -853,3 +853,35 @@ func TestFleetNamesOfMoreShapesThanTheyKeep(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetNamesOfTwoCrawlers: two Transports that crawl the same 400
+// shapes in opposite orders, then send them again and again, learn nothing
+// new: they rank the shapes alike, by when the fleet learned them, so
+// their merges write next to nothing.
+func TestFleetNamesOfTwoCrawlers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &githubish{}
+		gate := &writesGate{QuotaGate: heed.NewGate().(heed.QuotaGate)}
+		a, b := heed.New(api, heed.WithGate(gate)), heed.New(api, heed.WithGate(gate))
+		for i := range 400 {
+			require.NoError(t, ghDo(t, a, "/repos/o/"+letters(i)))
+			require.NoError(t, ghDo(t, b, "/repos/o/"+letters(399-i)))
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(2 * time.Second)
+		gate.mu.Lock()
+		before := gate.writes
+		gate.mu.Unlock()
+		for round := range 30 {
+			for i := range 40 {
+				require.NoError(t, ghDo(t, a, "/repos/o/"+letters(round%10*40+i)))
+				require.NoError(t, ghDo(t, b, "/repos/o/"+letters(round%10*40+i)))
+			}
+			time.Sleep(1100 * time.Millisecond)
+		}
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		t.Logf("state %d bytes", gate.size)
+		assert.LessOrEqual(t, gate.writes-before, 2, "writes with nothing new in 30 rounds of 2 Transports")
+	})
+}
