@@ -25,20 +25,26 @@ import (
 // heed's own gate does. A Transport that has not seen a request's shape
 // answered would send it into its limit's hold, so the Transports keep
 // what they learned in the gate too, as a PaceGate state (fleetNamesScope):
-// per request scope, each shape's name, the default resource and its
-// votes, and until when each named limit holds. The state is their union:
-// each Transport merges all it knows into it, and all it holds into what
-// it knows:
-//   - before its first send, and then at most once a second;
+// per request scope, each shape's name and when it was learned, the
+// default resource and its votes, and until when each named limit holds.
+// The state is their union: each Transport merges all it knows into it,
+// and all it holds into what it knows:
+//   - before its first send, and then once a second while it sends;
 //   - before the send of a shape it has not seen answered, in a scope whose
-//     server names its limits;
-//   - when it learns a shape's name anew, or a named limit begins to hold.
+//     server names its limits: once a second per shape, and again after
+//     any wait (a shape served with no name, once a second, waits or not);
+//   - once an answer taught it a shape's name anew, or a named limit began
+//     to hold, after the gate has the hold: the call waits for a merge
+//     begun after its news, two merges at most.
 //
-// A merge that changes nothing writes nothing, but one that finds a limit
-// holding rewrites the state every rules.PaceKeep/2, so a gate keeps it
-// while the fleet sends. A gate that fails leaves each Transport with what
-// it knows. Only a gate that keeps paces (PaceGate) splits named limits;
-// with any other, the whole request scope holds, as before.
+// Of two names of a shape, the later wins, but never one whose limit does
+// not hold over one whose limit holds. A merge that changes nothing writes
+// nothing, but one that finds a limit holding rewrites the state every
+// rules.PaceKeep/2, so a gate keeps it while the fleet sends. A gate that
+// fails leaves each Transport with what it knows, and merges rest a
+// second. Only a gate that keeps paces (PaceGate) splits named limits;
+// with any other, the whole request scope holds, as before. See
+// docs/pacing.md, "Limits the server names".
 
 // fleetNamesScope is the gate scope the fleet's names are kept in: no
 // request scope is empty.
