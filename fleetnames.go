@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -112,7 +111,7 @@ type fleetNames struct {
 // per shape, but for a call that waited since it last looked). A call
 // whose shape is not seen, or that comes before the first merge ended,
 // and finds a merge under way, waits for it, at most while ctx lasts.
-func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *http.Request, waited bool) {
+func (f *fleetNames) refresh(ctx context.Context, n *names, scope string, req *lazyShape, waited bool) {
 	now := mono(time.Now())
 	if f.resting(now) {
 		return
@@ -307,6 +306,7 @@ func decodeFleetNames(b []byte, now time.Time) (*fleetTable, bool) {
 		return t, false
 	}
 	clean := true
+	ahead, liveAhead := now.Add(fleetAhead).UnixMilli(), now.Add(fleetLiveAhead).UnixMilli()
 	for scope, s := range in.Scopes {
 		if s == nil || !fleetScopeName(scope) || len(t.Scopes) >= fleetScopesKeep {
 			clean = false
@@ -329,7 +329,6 @@ func decodeFleetNames(b []byte, now time.Time) (*fleetTable, bool) {
 		})
 		out.Live, whole[2] = keptOf(s.Live, fleetLiveKeep, func(name string, _ int64) bool { return limitName(name) })
 		clean = clean && whole == [3]bool{true, true, true}
-		ahead, liveAhead := now.Add(fleetAhead).UnixMilli(), now.Add(fleetLiveAhead).UnixMilli()
 		for k, sh := range out.Shapes {
 			if sh.At > ahead {
 				out.Shapes[k], clean = fleetShape{sh.Name, ahead}, false
@@ -722,7 +721,7 @@ func (n *names) absorb(t *fleetTable, now time.Time) {
 
 // unseen reports whether scope's server names its limits and req's shape
 // has no name n knows, and whether, so, it was served with no name.
-func (n *names) unseen(scope string, req *http.Request) (unseen, unnamed bool) {
+func (n *names) unseen(scope string, req *lazyShape) (unseen, unnamed bool) {
 	if !n.any.Load() {
 		return false, false
 	}
@@ -732,7 +731,7 @@ func (n *names) unseen(scope string, req *http.Request) (unseen, unnamed bool) {
 	if sn == nil {
 		return false, false
 	}
-	k := shape(req)
+	k := req.get()
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if _, known := sn.shapes[k]; known {
@@ -750,7 +749,7 @@ const unnamedMark = -1
 
 // servedUnnamed records that scope's server, which names its limits,
 // served req, not from a cache, with no name.
-func (n *names) servedUnnamed(scope string, req *http.Request) {
+func (n *names) servedUnnamed(scope string, req *lazyShape) {
 	if !n.any.Load() {
 		return
 	}
@@ -760,7 +759,7 @@ func (n *names) servedUnnamed(scope string, req *http.Request) {
 	if sn == nil {
 		return
 	}
-	k := shape(req)
+	k := req.get()
 	n.mu.RLock()
 	_, known := sn.shapes[k]
 	marked := sn.misses[k] < 0
@@ -784,8 +783,8 @@ func (n *names) servedUnnamed(scope string, req *http.Request) {
 // seen answered with a name in scope, at now (a mono count): none for it
 // in the last fleetNamesEvery. It records now as that merge's time,
 // negated for a shape served with no name.
-func (n *names) missDue(scope string, req *http.Request, now int64) bool {
-	k := shape(req)
+func (n *names) missDue(scope string, req *lazyShape, now int64) bool {
+	k := req.get()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	sn := n.scopes[scope]

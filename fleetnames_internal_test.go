@@ -238,7 +238,7 @@ func TestFleetNamesKeptWhileHeld(t *testing.T) {
 		var n names
 		req, err := http.NewRequest("GET", "https://api.github.com/search/issues", nil)
 		require.NoError(t, err)
-		n.learn("api.github.com", req, "resource search")
+		n.learn("api.github.com", &lazyShape{req: req}, "resource search")
 		n.held("api.github.com", "resource search", time.Now().Add(time.Hour))
 		read := func() *fleetTable {
 			var tab *fleetTable
@@ -302,7 +302,7 @@ func TestFleetNewsDuringAMerge(t *testing.T) {
 		<-gate.entered
 		req, err := http.NewRequest("GET", "https://api.github.com/search/issues", nil)
 		require.NoError(t, err)
-		n.learn("api.github.com", req, "resource search")
+		n.learn("api.github.com", &lazyShape{req: req}, "resource search")
 		second := make(chan struct{})
 		go func() {
 			f.news(context.Background(), &n) // the news: waits for the merge under way
@@ -369,13 +369,13 @@ func TestFleetMergeDueOnlyByTheSecond(t *testing.T) {
 		f.synced.Store(mono(time.Now()) - int64(2*time.Second)) // due
 		done := make(chan struct{})
 		go func() {
-			f.refresh(context.Background(), &n, "h", req, false)
+			f.refresh(context.Background(), &n, "h", &lazyShape{req: req}, false)
 			close(done)
 		}()
 		<-gate.entered
 		for range 10 {
 			time.Sleep(10 * time.Millisecond)
-			f.refresh(context.Background(), &n, "h", req, false) // returns at once
+			f.refresh(context.Background(), &n, "h", &lazyShape{req: req}, false) // returns at once
 		}
 		gate.release <- struct{}{}
 		<-done
@@ -441,7 +441,7 @@ func TestFleetNewsOwedWhileResting(t *testing.T) {
 		<-gate.entered                           // X's merge 2 has exported n
 		req, err := http.NewRequest("GET", "https://api.github.com/search/issues", nil)
 		require.NoError(t, err)
-		n.learn("api.github.com", req, "resource search") // Y's news
+		n.learn("api.github.com", &lazyShape{req: req}, "resource search") // Y's news
 		n.held("api.github.com", "resource search", time.Now().Add(time.Hour))
 		f.news(context.Background(), &n) // resting: owe() keeps owed=2, returns
 		gate.release <- nil              // merge 2 succeeds, clears owed
@@ -465,9 +465,9 @@ func TestFleetUnnamedShapeDoesNotWait(t *testing.T) {
 		var n names
 		post, _ := http.NewRequest("POST", "https://discord.com/api/v10/channels/1/messages", nil)
 		me, _ := http.NewRequest("GET", "https://discord.com/api/v10/users/@me", nil)
-		n.learn("discord.com", post, "bucket abcd")
-		n.servedUnnamed("discord.com", me)
-		require.True(t, n.missDue("discord.com", me, mono(time.Now()))) // merged for it just now
+		n.learn("discord.com", &lazyShape{req: post}, "bucket abcd")
+		n.servedUnnamed("discord.com", &lazyShape{req: me})
+		require.True(t, n.missDue("discord.com", &lazyShape{req: me}, mono(time.Now()))) // merged for it just now
 		f.synced.Store(mono(time.Now()))
 		go f.news(context.Background(), &n) // someone's merge, slow gate
 		<-gate.entered
@@ -475,7 +475,7 @@ func TestFleetUnnamedShapeDoesNotWait(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
 		defer cancel()
 		done := make(chan struct{})
-		go func() { f.refresh(ctx, &n, "discord.com", me, false); close(done) }()
+		go func() { f.refresh(ctx, &n, "discord.com", &lazyShape{req: me}, false); close(done) }()
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		select {

@@ -93,7 +93,7 @@ type learned struct {
 // shape's, or the scope's default resource; "" when none. Until a server
 // names a limit it costs an atomic load; then, for a scope whose server
 // never named one, a map look-up.
-func (n *names) lookup(scope string, req *http.Request) string {
+func (n *names) lookup(scope string, req *lazyShape) string {
 	if !n.any.Load() {
 		return ""
 	}
@@ -103,7 +103,7 @@ func (n *names) lookup(scope string, req *http.Request) string {
 	if sn == nil {
 		return ""
 	}
-	k := shape(req)
+	k := req.get()
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if l, ok := sn.shapes[k]; ok {
@@ -119,8 +119,8 @@ func (n *names) lookup(scope string, req *http.Request) string {
 // learned, and its answer holds the whole request scope instead. A name
 // the shape already has is learned again, to date it (fleetnames.go), at
 // most every namedRedate.
-func (n *names) learn(scope string, req *http.Request, name string) (counts, news bool) {
-	k := shape(req)
+func (n *names) learn(scope string, req *lazyShape, name string) (counts, news bool) {
+	k := req.get()
 	n.mu.RLock()
 	sn := n.scopes[scope]
 	l := learned{}
@@ -311,6 +311,22 @@ func nameToken(s string) bool {
 	return true
 }
 
+// lazyShape is a request's shape, worked out once, when first needed: a
+// call looks it up at each turn at the gate, at the wire and at each
+// answer.
+type lazyShape struct {
+	req *http.Request
+	key string
+}
+
+// get returns the shape of s.req.
+func (s *lazyShape) get() string {
+	if s.key == "" {
+		s.key = shape(s.req)
+	}
+	return s.key
+}
+
 // shape is req's method and escaped path, each path segment with a digit
 // in it written as "{}": the requests a server names alike.
 func shape(req *http.Request) string {
@@ -399,7 +415,7 @@ func (c *call) answerScope(resp *http.Response, m marks, throttled bool) {
 // and reports whether the request's shape now counts against it. News is
 // told to the fleet's names once the gate has the answer (tellFleet).
 func (c *call) learn(name string) bool {
-	counts, news := c.transport.named.learn(c.scope, c.req, name)
+	counts, news := c.transport.named.learn(c.scope, &c.shape, name)
 	c.news = c.news || news
 	return counts
 }
@@ -435,9 +451,9 @@ func (c *call) lookName(merge, waited bool) {
 		return
 	}
 	if merge && c.transport.fleet != nil {
-		c.transport.fleet.refresh(c.ctx, &c.transport.named, c.scope, c.req, waited)
+		c.transport.fleet.refresh(c.ctx, &c.transport.named, c.scope, &c.shape, waited)
 	}
-	if name := c.transport.named.lookup(c.scope, c.req); name != "" {
+	if name := c.transport.named.lookup(c.scope, &c.shape); name != "" {
 		c.named, c.namedAs = namedScope(c.scope, name, c.req), name
 	}
 }

@@ -70,18 +70,18 @@ func TestNamesAreBounded(t *testing.T) {
 	}
 	search, _ := http.NewRequest("GET", "https://api.test/search/issues", nil)
 	var n names
-	n.learn("host", search, "resource search")
+	n.learn("host", &lazyShape{req: search}, "resource search")
 	for i := range 2 * namedKeep {
-		n.learn("host", req(i), "resource core")
+		n.learn("host", &lazyShape{req: req(i)}, "resource core")
 	}
 	sn := n.scopes["host"]
 	assert.LessOrEqual(t, len(sn.shapes), namedKeep)
 	assert.Equal(t, "resource core", sn.fallback, "the resource named most")
-	assert.Equal(t, "resource search", n.lookup("host", search), "a shape not of the default resource is kept")
-	assert.Equal(t, "resource core", n.lookup("host", req(0)), "a shape forgotten, or never seen, counts against the default")
-	assert.Empty(t, n.lookup("other host", req(0)), "names are per scope")
+	assert.Equal(t, "resource search", n.lookup("host", &lazyShape{req: search}), "a shape not of the default resource is kept")
+	assert.Equal(t, "resource core", n.lookup("host", &lazyShape{req: req(0)}), "a shape forgotten, or never seen, counts against the default")
+	assert.Empty(t, n.lookup("other host", &lazyShape{req: req(0)}), "names are per scope")
 	for i := range 2 * namedScopesKeep {
-		n.learn("host"+strconv.Itoa(i), search, "bucket b")
+		n.learn("host"+strconv.Itoa(i), &lazyShape{req: search}, "bucket b")
 	}
 	assert.LessOrEqual(t, len(n.scopes), namedScopesKeep)
 	assert.Empty(t, n.scopes["host"+strconv.Itoa(2*namedScopesKeep-1)].fallback, "a bucket is no default")

@@ -34,7 +34,7 @@ func TestNamedLiveIsBounded(t *testing.T) {
 		var n names
 		for i := range 3 * namedKeep {
 			name := "bucket b" + strconv.Itoa(i)
-			n.learn("host", rvReq(i), name)
+			n.learn("host", &lazyShape{req: rvReq(i)}, name)
 			n.held("host", name, time.Now().Add(time.Millisecond))
 			time.Sleep(2 * time.Millisecond)
 		}
@@ -84,7 +84,7 @@ func TestNamedFullBoundsHoldTheScope(t *testing.T) {
 		for i := 0; len(tr.named.scopes[scope].shapes) < namedKeep; i++ {
 			r, _ := http.NewRequest("GET", "https://api.github.com/f/"+strconv.Itoa(i)+"x/"+strings.Repeat("q", i%50)+string(rune('a'+i/50%26))+string(rune('a'+i/1300%26)), nil)
 			name := "resource r" + strconv.Itoa(i)
-			tr.named.learn(scope, r, name)
+			tr.named.learn(scope, &lazyShape{req: r}, name)
 			tr.named.held(scope, name, time.Now().Add(time.Hour))
 		}
 		tr.named.held(scope, "resource core", time.Now().Add(time.Hour))

@@ -132,6 +132,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Field by field: a literal is built aside and copied, twice the work.
 	var c call
 	c.transport, c.policy, c.req, c.ctx = t, p, req, ctx
+	c.shape.req = req
 	c.deadline = rules.NewDeadline(ctx, start, p.maxElapsed)
 	switch {
 	case req.Body == nil || req.Body == http.NoBody:
@@ -227,6 +228,7 @@ type call struct {
 	// news: the answer taught the Transport a name, or a named limit's
 	// hold, that the fleet's names have not (fleetnames.go)
 	news     bool
+	shape    lazyShape // the request's shape, for the limits servers name (named.go)
 	body     replay
 	newKey   string // a key heed adds to every attempt, if any
 	kept     *kept  // the last attempt's outcome, while GetBody may still fail
@@ -347,7 +349,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if c.transport.split && (m&markNamed != 0 || c.named != "") {
 			c.answerScope(resp, m, v.Class == Throttled)
 		} else if c.transport.fleet != nil && resp != nil && resp.StatusCode < 300 && m&markAge == 0 {
-			c.transport.named.servedUnnamed(c.scope, c.req)
+			c.transport.named.servedUnnamed(c.scope, &c.shape)
 		}
 		var hint time.Duration
 		var source string
