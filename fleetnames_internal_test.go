@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -515,5 +516,41 @@ func TestFleetNewsBehindAHungGate(t *testing.T) {
 		<-done
 		synctest.Wait()
 		assert.Zero(t, f.owed.Load(), "merged once the gate ended its merge")
+	})
+}
+
+// TestFleetMergesRestAfterAFailure: a merge that fails leaves the
+// Transport with what it knows, and none is tried for a second, news
+// neither (it is owed); the first send after that second merges.
+func TestFleetMergesRestAfterAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := stepPace{NewGate().(*memGate), make(chan struct{}), make(chan error)}
+		f := &fleetNames{gate: gate}
+		var n names
+		req := &lazyShape{req: httptest.NewRequest("GET", "https://h/x", nil)}
+		done := make(chan struct{})
+		go func() {
+			f.refresh(context.Background(), &n, "h", req, false) // the first: merges
+			close(done)
+		}()
+		<-gate.entered
+		gate.release <- errors.New("redis down")
+		<-done
+		for _, after := range []time.Duration{0, 500 * time.Millisecond, 400 * time.Millisecond} {
+			time.Sleep(after)
+			f.refresh(context.Background(), &n, "h", req, false) // resting: no Pace, or entered would block
+			f.news(context.Background(), &n)
+		}
+		assert.NotZero(t, f.owed.Load(), "the news is owed")
+		time.Sleep(100 * time.Millisecond) // a second since the failure
+		done = make(chan struct{})
+		go func() {
+			f.refresh(context.Background(), &n, "h", req, false)
+			close(done)
+		}()
+		<-gate.entered
+		gate.release <- nil
+		<-done
+		assert.Zero(t, f.owed.Load(), "told once the second was over")
 	})
 }
