@@ -138,6 +138,21 @@ func (a *adaptive) sentAt(now time.Time, at int64) (level int64, rose bool) {
 	}
 }
 
+// adopted counts in flight a calm call's send (calm.go), made or to be
+// made before the scope was registered.
+func (a *adaptive) adopted() {
+	level, _ := a.flight.add()
+	if !a.sends.Load() {
+		a.sends.Store(true)
+	}
+	for {
+		peak := a.peak.Load()
+		if level <= peak || a.peak.CompareAndSwap(peak, level) {
+			return
+		}
+	}
+}
+
 func (a *adaptive) refill(now time.Time) {
 	if d := now.Sub(a.lastFill).Seconds(); d > 0 {
 		a.granted = math.Min(a.issued+a.capacity, a.granted+d*a.fillRate)

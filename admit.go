@@ -44,6 +44,11 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		// A send in a named limit waits for its request scope's hold
 		// too (named.go); a limit learned during any wait holds it.
 		c.lookName(true, stale)
+		if c.calm != 0 && (c.named != "" || c.calmAdopted()) {
+			// A limit the server named, or another call of the scope
+			// registered it: the call is admitted there (calm.go).
+			c.join(joinUnsent)
+		}
 		nb := c.scopeHold(now)
 		scopeHeld := !nb.IsZero()
 		if !scopeHeld {

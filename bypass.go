@@ -72,6 +72,16 @@ func (c *call) slow() bool {
 // leaveScope is a call done with its scope: it gives back its place in the
 // bypass, or counts a user gone.
 func (c *call) leaveScope() {
+	if c.calm != 0 {
+		c.join(joinEnd) // ends without an answer it kept (calm.go)
+	}
+	if c.lent {
+		// Calm to its end: its scope was never registered.
+		c.lent, c.fast = false, false
+		calmLocals.Put(c.local.cleared())
+		c.local = nil
+		return
+	}
 	if !c.fast {
 		c.local.leave()
 		return
@@ -124,6 +134,17 @@ func (g *memGate) holdShut(scope string, b *bypass, until, now time.Time) {
 	if until.After(now) {
 		g.state(scope, now).hold(until, now)
 	}
+}
+
+// place counts, in scope's gate state at now, a calm call's place adopted
+// into its shut bypass (Transport.adoptLocked): as shut counts the places
+// taken, a send in flight.
+func (g *memGate) place(scope string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.state(scope, now)
+	s.inflight++
+	s.episodeInflight++
 }
 
 // unsent gives back a place the gate counted as a send in flight as the

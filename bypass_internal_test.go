@@ -217,11 +217,19 @@ func TestBypassPlacesOutAsItShutsAnswerToTheGate(t *testing.T) {
 				}
 				synctest.Wait()
 				sl := tr.scopes["api.test"]
-				require.NotNil(t, sl)
-				assert.Equal(t, int64(n), sl.bypass.w.Load(), "each call out holds a place")
+				if n == 1 {
+					// Alone, the call is calm: nothing is registered till
+					// another call of the scope counts it in (calm.go).
+					assert.Nil(t, sl, "a lone call registers nothing")
+				} else {
+					require.NotNil(t, sl)
+					assert.Equal(t, int64(n), sl.bypass.w.Load(), "each call out holds a place, the calm one's counted in")
+				}
 				_, err := send("/throttle")
 				var de *DeferredError
 				require.ErrorAs(t, err, &de, "the hold does not fit MaxWait")
+				sl = tr.scopes["api.test"]
+				require.NotNil(t, sl)
 				assert.True(t, sl.bypass.shut())
 				require.NotNil(t, tr.own.scopes["api.test"])
 				assert.Equal(t, int64(n), tr.own.scopes["api.test"].inflight, "the places out are the gate's sends in flight")

@@ -195,7 +195,10 @@ type policy struct {
 	retryUnsafe bool
 	budget      Budget
 	peekSuccess bool
-	public      Policy // the same, as a Policy with every default filled in
+	// calm: a call may go on the calm path (calm.go): no Limit, and a
+	// retry budget that is off or has a floor
+	calm   bool
+	public Policy // the same, as a Policy with every default filled in
 }
 
 var defaultBackoff = EqualJitter(time.Second, 30*time.Second)
@@ -239,6 +242,7 @@ func resolve(p Policy, name string) *policy {
 	if r.backoff == nil {
 		r.backoff = defaultBackoff
 	}
+	r.calm = r.limit == (Limit{}) && (r.budget.Disabled || r.budget.MinPerSecond >= 0)
 	if p.KeyHeader != "" {
 		r.keyHeader = http.CanonicalHeaderKey(strings.TrimSpace(p.KeyHeader))
 	}

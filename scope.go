@@ -60,15 +60,16 @@ type scopeLocal struct {
 // budget's window if longer.
 const quietKept = 1024
 
-// scope returns the in-process state of scope, counted as in use until
-// the RoundTrip calls leaveScope; p's retry budget in it (nil when p has
-// none) and p's known limit in it (nil when p has none); and whether the
-// call took a place in the scope's bypass, rather than counting as a user
-// (bypass.go).
-func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *known, bool) {
+// scope sets c's scope's in-process state (c.local), counted as in use
+// until the RoundTrip calls leaveScope; p's retry budget in it (c.retries,
+// nil when p has none), its first attempt counted; p's known limit in it
+// (c.known, nil when p has none); and whether the call took a place in the
+// scope's bypass, rather than counting as a user (c.fast, bypass.go). A
+// call to a scope not registered may go on the calm path instead (calm.go).
+func (t *Transport) scope(c *call, p *policy) {
 	fast := t.own != nil && p.limit == (Limit{})
 	t.scopesMu.RLock()
-	sl := t.scopes[scope]
+	sl := t.scopes[c.scope]
 	if sl != nil {
 		b, k, ok := sl.of(p)
 		if ok {
@@ -80,15 +81,41 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 				sl.used.Store(true)
 			}
 			t.scopesMu.RUnlock()
-			return sl, b, k, entered
+			c.local, c.retries, c.known, c.fast = sl, b, k, entered
+			c.retries.first(c.startMono)
+			return
 		}
 	}
+	gen := t.registered.Load()
 	t.scopesMu.RUnlock()
+	if sl == nil && fast && p.calm && t.calmEnter(c, gen) {
+		return
+	}
 
 	t.scopesMu.Lock()
-	defer t.scopesMu.Unlock()
-	sl = t.scopes[scope]
-	if sl == nil {
+	sl, created := t.registerLocked(p, c.scope)
+	if !created && !sl.used.Load() {
+		sl.used.Store(true)
+	}
+	entered := fast && sl.bypass.enter()
+	if !entered {
+		sl.users.Add(1)
+	}
+	b, k, _ := sl.of(p)
+	t.scopesMu.Unlock()
+	c.local, c.retries, c.known, c.fast = sl, b, k, entered
+	c.retries.first(c.startMono)
+}
+
+// registerLocked returns the in-process state of scope, and whether it
+// registered it: a scope not registered is, forgetting up to sweepStep
+// quiet ones, and counts in the calm call of the scope that is out, if any
+// (adoptLocked). The state has p's retry budget and known limit. The
+// caller holds the scopes lock for writing.
+func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) {
+	sl := t.scopes[scope]
+	created := sl == nil
+	if created {
 		// Whether a scope's state is over is read on time.Now, not a
 		// time source's reading (timesource.go): a scope forgotten has no
 		// state in the gate.
@@ -126,12 +153,11 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 		}
 		t.scopes[scope] = sl
 		t.order.push(scope)
-	} else if !sl.used.Load() {
-		sl.used.Store(true)
-	}
-	entered := fast && sl.bypass.enter()
-	if !entered {
-		sl.users.Add(1)
+		// Counted up before the sightings are looked at (calm.go).
+		t.registered.Add(1)
+		if t.own != nil {
+			t.adoptLocked(scope, sl, now)
+		}
 	}
 	if p.limit != (Limit{}) && sl.known[p] == nil {
 		if sl.known == nil {
@@ -140,16 +166,19 @@ func (t *Transport) scope(p *policy, scope string) (*scopeLocal, *retryBudget, *
 		sl.known[p] = newKnown(p.limit)
 	}
 	if !p.budget.Disabled && sl.budgets[p] == nil {
+		if sl.budgets == nil {
+			sl.budgets = make(map[*policy]*retryBudget, 1)
+		}
 		b := newRetryBudget(p.budget)
 		sl.budgets[p] = b
 		sl.budgetList = append(sl.budgetList, b)
 		sl.budgetKeep = max(sl.budgetKeep, b.window())
 	}
-	b, k, _ := sl.of(p)
 	if sl.firstPolicy == nil {
+		b, k, _ := sl.of(p)
 		sl.firstPolicy, sl.firstBudget, sl.firstKnown = p, b, k
 	}
-	return sl, b, k, entered
+	return sl, created
 }
 
 // of returns p's retry budget and known limit in the scope, and whether

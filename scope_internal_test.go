@@ -78,7 +78,9 @@ func TestTransportForgetsQuietScopes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				release := make(chan struct{})
-				tr := New(answering(release), WithPolicy(Policy{MaxAttempts: 1, Limit: tt.limit}))
+				// A budget with no floor: no call is calm (calm.go), so
+				// that every scope registers, as one with state does.
+				tr := New(answering(release), WithPolicy(Policy{MaxAttempts: 1, Limit: tt.limit, Budget: Budget{MinPerSecond: -1}}))
 				var wg sync.WaitGroup
 				var open *http.Response
 				if strings.HasPrefix(tt.host, "blocked") {

@@ -6,9 +6,11 @@ package heed
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -48,6 +50,10 @@ type Transport struct {
 	scopes   map[string]*scopeLocal
 	order    sweep         // of scopes, to forget the quiet (scope.go)
 	spare    []*scopeLocal // forgotten scopes, to be others' (at most quietKept)
+	// registered counts the scopes registered, and sights marks the calm
+	// calls out (calm.go)
+	registered atomic.Uint64
+	sights     sightings
 }
 
 // New returns a Transport that sends through next (http.DefaultTransport
@@ -79,6 +85,7 @@ func New(next http.RoundTripper, opts ...Option) *Transport {
 	t.admit = newAdmission(t.gate)
 	t.heard = t.observe != nil || t.slog != nil || t.zapped
 	t.scopes = make(map[string]*scopeLocal)
+	t.sights.seed = maphash.MakeSeed()
 	t.fallbackPolicy = resolve(t.fallback, "default")
 	r, err := compileRoutes(t.routeSpecs)
 	if err != nil {
@@ -162,9 +169,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.scope = req.Host
 		}
 	}
-	c.local, c.retries, c.known, c.fast = t.scope(p, c.scope)
 	c.started, c.startMono = start, startMono
-	c.retries.first(startMono)
+	t.scope(&c, p)
 
 	c.newKey = c.giveKey()
 	return c.run(start)
@@ -185,7 +191,7 @@ func (c *call) end() {
 	}
 	c.releaseSlot(nil)
 	c.wentCeiling(false)
-	if !c.outAt.IsZero() {
+	if !c.outAt.IsZero() && !c.lent {
 		// The inner transport panicked: the send is answered by nothing.
 		c.local.limiter.release(c.outAt, c.outLevel, -1)
 		c.outAt = time.Time{}
@@ -235,8 +241,12 @@ type call struct {
 	taken    bool   // a QuotaGate admitted the current send: tell it when done
 	bypassed bool   // the current send was admitted by its scope's bypass (bypass.go)
 	fast     bool   // the call holds a place in its scope's bypass, not a user's (bypass.go)
-	episode  int64  // the episode heed's own gate admitted it in
-	urlText  string // the request URL redacted, once needed
+	// calm: the tag of the call's slot in the sightings while it is out on
+	// the calm path; lent: local is lent, not registered (calm.go)
+	calm    uint64
+	lent    bool
+	episode int64  // the episode heed's own gate admitted it in
+	urlText string // the request URL redacted, once needed
 
 	// the last attempt
 	status int
@@ -287,7 +297,12 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if sent != c.started {
 			sentMono = mono(sent)
 		}
-		level, forming := c.local.limiter.sentAt(sent, sentMono)
+		// A calm call's limiter is its own, and lent: it has nothing to
+		// measure, and its send is alone (calm.go).
+		level, forming := int64(1), false
+		if !c.lent {
+			level, forming = c.local.limiter.sentAt(sent, sentMono)
+		}
 		c.outAt, c.outLevel = sent, level
 		c.wentCeiling(true)
 		send, check := c.wired(out, attempt, sent, forming)
@@ -315,7 +330,9 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 				c.done(nil, 0, sent, false, false)
 				c.releaseSlot(nil)
 				c.outAt = time.Time{}
-				c.local.limiter.release(sent, 0, -1) // level 0: unsent, it teaches the cap nothing
+				if !c.lent {
+					c.local.limiter.release(sent, 0, -1) // level 0: unsent, it teaches the cap nothing
+				}
 				return nil, de
 			}
 		}
@@ -345,6 +362,11 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 				m = markHeader(resp.Header) // as the classifier left it
 			}
 		}
+		if c.calm != 0 && (v.Class != Deliver && v.Class != Terminal || m&(markQuota|markNamed|markRoom) != 0 || !c.calmAnswer()) {
+			// An answer that leaves something to keep, or a call of the
+			// scope came meanwhile (calm.go).
+			c.join(joinAnswered)
+		}
 		c.holdIn = ""
 		if c.transport.split && (m&markNamed != 0 || c.named != "") {
 			c.answerScope(resp, m, v.Class == Throttled)
@@ -373,7 +395,9 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 
 		if (v.Class == Deliver || v.Class == Terminal) && !c.transport.heard {
 			c.outAt = time.Time{}
-			c.local.limiter.release(sent, level, c.room)
+			if !c.lent {
+				c.local.limiter.release(sent, level, c.room)
+			}
 			return resp, err // nobody to tell: no decision to make up
 		}
 		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
@@ -385,7 +409,9 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		if v.Class == Deliver || v.Class == Terminal {
 			c.outAt = time.Time{}
-			c.local.limiter.release(sent, level, c.room)
+			if !c.lent {
+				c.local.limiter.release(sent, level, c.room)
+			}
 			d.kind = EventDelivered
 			c.decide(levelFor(v.Class), &d)
 			return resp, err

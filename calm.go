@@ -1,0 +1,204 @@
+// The calm path: a call alone in a scope the Transport keeps nothing of,
+// which keeps nothing of the scope either unless its answer or another call
+// gives it something to keep.
+
+package heed
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The calm path. A Transport keeps a scope (scope.go) for what it must
+// remember of it: a hold, a quota, a pace, a cap, retries, the sends in
+// flight beside each other. A call to a scope it keeps nothing of, with a
+// policy that states no Limit, through heed's own gate while that gate keeps
+// nothing of the scope, has none of that to share while it is alone. It
+// goes on a scope of its own, lent from a pool and never registered, and
+// marks a slot of the Transport's sightings with its scope's hash while it
+// is out. So a crawler or a webhook sender that calls many hosts one at a
+// time keeps no state per host, and its calls cost the same whatever the
+// number of hosts.
+//
+// The call stops being calm, and registers the scope, counting itself in it
+// as a call of the bypass (bypass.go) with its send in flight (join), when:
+//   - another call of the scope comes while it is out: that call finds the
+//     slot marked, registers the scope and counts the calm call in it
+//     (adopt), so that the two see each other in flight; the calm call
+//     joins the scope at its next step (its admission, its answer, or its
+//     end);
+//   - its answer leaves anything to keep: anything but a delivered answer
+//     (or a terminal one) that publishes no quota, room or named limit;
+//   - the server named a limit its request is in (named.go).
+//
+// A calm call's first attempt is not counted in the scope's retry budget,
+// as a scope forgotten forgets its count: a policy whose Budget has no
+// floor (MinPerSecond negative), for which that count is all its retries,
+// is never calm. The adaptive limiter's measured rate starts when the scope
+// is registered.
+
+// calmSlots is the number of slots in a Transport's sightings: calm calls
+// out at once, past which a call whose slot is taken registers its scope.
+const calmSlots = 1024
+
+// The low bits of a slot: its call is out, and another call of its scope
+// registered the scope and counted the call in it.
+const (
+	sightOut     = 1
+	sightAdopted = 2
+	sightTag     = ^uint64(sightOut | sightAdopted)
+)
+
+// sightings marks the scopes that have a calm call out, by hash, one per
+// slot. Safe for concurrent use.
+type sightings struct {
+	seed  maphash.Seed
+	slots [calmSlots]atomic.Uint64
+}
+
+// tag returns scope's hash as a slot marks it, never zero.
+func (s *sightings) tag(scope string) uint64 {
+	h := maphash.String(s.seed, scope) & sightTag
+	if h == 0 {
+		h = sightTag
+	}
+	return h
+}
+
+// slot returns the slot of tag.
+func (s *sightings) slot(tag uint64) *atomic.Uint64 {
+	return &s.slots[(tag>>2)%calmSlots]
+}
+
+// calmLocals lends calm calls their scope's state: a scopeLocal, cleared as
+// it is given back.
+var calmLocals = sync.Pool{New: func() any { return new(scopeLocal) }}
+
+// calmEnter puts c on the calm path, and reports whether it did: its slot
+// was free and the scope was not registered meanwhile. gen is the count of
+// scopes registered as the scope was looked for and not found. The caller
+// has c.scope set and the policy checked (policy.calm, Transport.own).
+func (t *Transport) calmEnter(c *call, gen uint64) bool {
+	tag := t.sights.tag(c.scope)
+	slot := t.sights.slot(tag)
+	if slot.Load() != 0 || !slot.CompareAndSwap(0, tag|sightOut) {
+		return false
+	}
+	// A scope registered since it was looked for was registered before
+	// the slot was marked, or saw the mark (adoptLocked): registering
+	// counts up gen before it looks at the slot.
+	raced := t.registered.Load() != gen
+	if raced || t.own.size.Load() != 0 && t.own.keeps(c.scope, time.Now()) {
+		if slot.CompareAndSwap(tag|sightOut, 0) {
+			return false
+		}
+		// Adopted by the call that registered the scope: this one
+		// joins it, to be admitted there.
+		c.calm, c.local, c.lent = tag, nil, false
+		c.join(joinUnsent)
+		return true
+	}
+	sl := calmLocals.Get().(*scopeLocal)
+	sl.bypass.w.Store(1) // the call's place, as a fast call's
+	c.local, c.retries, c.known, c.fast = sl, nil, nil, true
+	c.calm, c.lent = tag, true
+	return true
+}
+
+// adoptLocked counts in sl, just registered as scope, the calm call of the
+// scope that is out, if there is one: its place in the bypass, or a send in
+// flight in the gate if the bypass is shut, and its send in flight in the
+// limiter. The call joins sl at its next step (join). The caller holds the
+// scopes lock for writing, and counted up t.registered.
+func (t *Transport) adoptLocked(scope string, sl *scopeLocal, now time.Time) {
+	tag := t.sights.tag(scope)
+	slot := t.sights.slot(tag)
+	if slot.CompareAndSwap(tag|sightOut, tag|sightOut|sightAdopted) {
+		t.countCalm(scope, sl, now)
+	}
+}
+
+// countCalm counts a calm call in sl, its scope's registered state: its
+// place in the bypass, or a send in flight in the gate if the bypass is
+// shut, and its send in flight in the limiter. The caller holds the scopes
+// lock for writing.
+func (t *Transport) countCalm(scope string, sl *scopeLocal, now time.Time) {
+	if sl.bypass.w.Add(1)&bypassShut != 0 {
+		// Shut before the place was counted: the gate counts it as a
+		// send in flight, as shut does the places taken.
+		t.own.place(scope, now)
+	}
+	sl.limiter.adopted()
+}
+
+// Where a calm call joins its scope: before its send is made, with its
+// answer in hand, or as it ends.
+const (
+	joinUnsent = iota
+	joinAnswered
+	joinEnd
+)
+
+// join ends c's calm path: the scope is registered (by c, if no other call
+// did) and c goes on in it as a call of its bypass, its place and its send
+// counted there (adoptLocked). Before its send (joinUnsent) or as it ends
+// (joinEnd) its send is not in flight, and is taken back from the
+// limiter's count. A call ending with its slot not adopted has nothing to
+// count, and only frees the slot.
+func (c *call) join(at int) {
+	t := c.transport
+	tag := c.calm
+	c.calm = 0
+	slot := t.sights.slot(tag)
+	if at == joinEnd && slot.CompareAndSwap(tag|sightOut, 0) {
+		return
+	}
+	if c.lent {
+		c.lent = false
+		calmLocals.Put(c.local.cleared())
+	}
+	t.scopesMu.Lock()
+	sl, _ := t.registerLocked(c.policy, c.scope) // adopts c, registering it
+	if slot.Load()&sightAdopted == 0 {
+		// Not adopted, and the scope registered: never so (calmEnter
+		// checks that none was meanwhile), but counted all the same.
+		t.countCalm(c.scope, sl, time.Now())
+	}
+	slot.Store(0) // adopted: the slot is c's to free
+	b, k, _ := sl.of(c.policy)
+	t.scopesMu.Unlock()
+	if at != joinAnswered {
+		sl.limiter.flight.sub()
+	}
+	c.local, c.fast = sl, true
+	if at != joinEnd {
+		c.retries, c.known = b, k
+		c.retries.first(c.startMono)
+	}
+}
+
+// calmAnswer ends c's calm path at an answer that leaves nothing to keep:
+// its slot is freed, unless another call adopted it meanwhile; it reports
+// whether c stays calm to its end.
+func (c *call) calmAnswer() bool {
+	tag := c.calm
+	if !c.transport.sights.slot(tag).CompareAndSwap(tag|sightOut, 0) {
+		return false
+	}
+	c.calm = 0
+	return true
+}
+
+// calmAdopted reports whether a call of c's scope registered it, and
+// counted c in it, since c went on the calm path.
+func (c *call) calmAdopted() bool {
+	return c.transport.sights.slot(c.calm).Load()&sightAdopted != 0
+}
+
+// cleared returns sl cleared, to be lent again.
+func (sl *scopeLocal) cleared() *scopeLocal {
+	*sl = scopeLocal{}
+	return sl
+}
