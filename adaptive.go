@@ -141,7 +141,7 @@ func (a *adaptive) sentAt(now time.Time, at int64) (level int64, rose bool) {
 // adopted counts in flight a calm call's send (calm.go), made or to be
 // made before the scope was registered.
 func (a *adaptive) adopted() {
-	level, _ := a.flight.add()
+	level := a.flight.out()
 	if !a.sends.Load() {
 		a.sends.Store(true)
 	}
@@ -459,6 +459,17 @@ func (f *flight) add() (level, gone int64) {
 		w = f.w.Add(^(uint64(1)<<flightBits - 1))
 	}
 	return int64(w >> flightBits), int64(w & flightGone)
+}
+
+// out counts a send in flight not yet gone (a calm call's, adopted), and
+// returns the sends in flight, itself included.
+func (f *flight) out() int64 { return int64(f.w.Add(1<<flightBits) >> flightBits) }
+
+// went counts gone a send out already counted in flight (out).
+func (f *flight) went() {
+	if f.w.Add(1)&flightGone == 0 {
+		f.w.Add(^(uint64(1)<<flightBits - 1)) // wrapped: as add
+	}
 }
 
 // sub counts a send answered, and returns the sends still in flight.

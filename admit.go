@@ -48,6 +48,12 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			// A limit the server named, or another call of the scope
 			// registered it: the call is admitted there (calm.go).
 			c.join(joinUnsent)
+			if paced {
+				// The lent limiter gave no token: the call is paced in
+				// the scope it joined.
+				paced = false
+				continue
+			}
 		}
 		nb := c.scopeHold(now)
 		scopeHeld := !nb.IsZero()

@@ -143,9 +143,10 @@ const (
 
 // join ends c's calm path: the scope is registered (by c, if no other call
 // did) and c goes on in it as a call of its bypass, its place and its send
-// counted there (adoptLocked). Before its send (joinUnsent) or as it ends
-// (joinEnd) its send is not in flight, and is taken back from the
-// limiter's count. A call ending with its slot not adopted has nothing to
+// counted there (adoptLocked). Before its send (joinUnsent), or as it ends
+// with none out (joinEnd), its send is taken back from the limiter's count
+// in flight, freeing a slot under the learned cap; a send that went is
+// counted gone too. A call ending with its slot not adopted has nothing to
 // count, and only frees the slot.
 func (c *call) join(at int) {
 	t := c.transport
@@ -169,8 +170,19 @@ func (c *call) join(at int) {
 	slot.Store(0) // adopted: the slot is c's to free
 	b, k, _ := sl.of(c.policy)
 	t.scopesMu.Unlock()
-	if at != joinAnswered {
+	switch {
+	case at == joinAnswered || at == joinEnd && !c.outAt.IsZero():
+		// Its send went: gone as well as in flight, and answered as a
+		// registered call's is (run, or end as the inner transport
+		// panicked).
+		sl.limiter.flight.went()
+	default:
 		sl.limiter.flight.sub()
+		if sl.limiter.ceil.on.Load() {
+			// A slot under the learned cap is free: the sends waiting
+			// for one are told, as an answer tells them.
+			sl.limiter.ceil.answer()
+		}
 	}
 	c.local, c.fast = sl, true
 	if at != joinEnd {

@@ -179,6 +179,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // end closes the caller's body unless the inner transport has it, and gives
 // back a Limit slot still held, as when the inner transport panicked.
 func (c *call) end() {
+	if c.calm != 0 {
+		// Still calm: the slot is freed, or the call joins the scope that
+		// counted it in before its send, if out, is answered below.
+		c.join(joinEnd)
+	}
 	if c.local != nil {
 		defer c.leaveScope()
 	}
