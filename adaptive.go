@@ -153,6 +153,21 @@ func (a *adaptive) adopted() {
 	}
 }
 
+// backdate takes at, by mono, as the scope's first send if it is earlier
+// than the first the limiter measured, or none was: an adopted calm call's
+// (calm.go), which the limiter did not measure.
+func (a *adaptive) backdate(at int64) {
+	if at == 0 {
+		return
+	}
+	t := monoEpoch.Add(time.Duration(at - monoOffset))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.first.IsZero() || t.Before(a.first) {
+		a.first = t
+	}
+}
+
 func (a *adaptive) refill(now time.Time) {
 	if d := now.Sub(a.lastFill).Seconds(); d > 0 {
 		a.granted = math.Min(a.issued+a.capacity, a.granted+d*a.fillRate)
@@ -395,7 +410,11 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 	cur := a.bucket.Load()
 	switch {
 	case cur == 0:
-		a.first, a.mark = now, (gone-1)&int64(flightGone)
+		// A calm call's send counted in may be earlier (backdate).
+		if a.first.IsZero() || now.Before(a.first) {
+			a.first = now
+		}
+		a.mark = (gone - 1) & int64(flightGone)
 		a.bucket.Store(b)
 		a.latest.Store(n)
 	case b > cur:

@@ -56,6 +56,9 @@ const (
 type sightings struct {
 	seed  maphash.Seed
 	slots [calmSlots]atomic.Uint64
+	// starts holds, by slot, when its calm call started, by mono: the
+	// scope's first send, once another call counts it in (adoptLocked)
+	starts [calmSlots]atomic.Int64
 }
 
 // tag returns scope's hash as a slot marks it, never zero.
@@ -72,6 +75,12 @@ func (s *sightings) slot(tag uint64) *atomic.Uint64 {
 	return &s.slots[(tag>>2)%calmSlots]
 }
 
+// start returns the word that holds when the calm call of tag's slot
+// started.
+func (s *sightings) start(tag uint64) *atomic.Int64 {
+	return &s.starts[(tag>>2)%calmSlots]
+}
+
 // calmLocals lends calm calls their scope's state: a scopeLocal, cleared as
 // it is given back.
 var calmLocals = sync.Pool{New: func() any { return new(scopeLocal) }}
@@ -83,7 +92,14 @@ var calmLocals = sync.Pool{New: func() any { return new(scopeLocal) }}
 func (t *Transport) calmEnter(c *call, gen uint64) bool {
 	tag := t.sights.tag(c.scope)
 	slot := t.sights.slot(tag)
-	if slot.Load() != 0 || !slot.CompareAndSwap(0, tag|sightOut) {
+	if slot.Load() != 0 {
+		return false
+	}
+	// Written before the mark, so that a call that counts this one in
+	// reads it (at worst another's that marked the slot at the same
+	// moment, and lost it).
+	t.sights.start(tag).Store(c.startMono)
+	if !slot.CompareAndSwap(0, tag|sightOut) {
 		return false
 	}
 	// A scope registered since it was looked for was registered before
@@ -117,6 +133,9 @@ func (t *Transport) adoptLocked(scope string, sl *scopeLocal, now time.Time) {
 	slot := t.sights.slot(tag)
 	if slot.CompareAndSwap(tag|sightOut, tag|sightOut|sightAdopted) {
 		t.countCalm(scope, sl, now)
+		// The calm call's send is the scope's first: the release counts
+		// the sends served from it (release.go).
+		sl.limiter.backdate(t.sights.start(tag).Load())
 	}
 }
 
@@ -176,6 +195,7 @@ func (c *call) join(at int) {
 		// registered call's is (run, or end as the inner transport
 		// panicked).
 		sl.limiter.flight.went()
+		sl.limiter.backdate(mono(c.outAt))
 	default:
 		sl.limiter.flight.sub()
 		if sl.limiter.ceil.on.Load() {

@@ -72,7 +72,7 @@ func (t *Transport) scope(c *call, p *policy) {
 	sl := t.scopes[c.scope]
 	if sl != nil {
 		b, k, ok := sl.of(p)
-		if ok {
+		if ok && !sl.stale(c.startMono) {
 			entered := fast && sl.bypass.enter()
 			if !entered {
 				sl.users.Add(1)
@@ -114,6 +114,20 @@ func (t *Transport) scope(c *call, p *policy) {
 // caller holds the scopes lock for writing.
 func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) {
 	sl := t.scopes[scope]
+	if sl != nil && sl.stale(mono(time.Now())) {
+		// A pace or cap over, that no sweep came by to forget (calm calls
+		// register nothing, and sweep nothing): the scope starts anew, as
+		// a scope forgotten and made again does.
+		if now := time.Now(); sl.quiet(now) {
+			sl.reset()
+			t.readyLocked(scope, sl, now)
+		} else {
+			// In use: kept, as the sweep keeps it, and looked at again
+			// in a minute, not at every call.
+			n, keep := mono(now), int64(max(rules.PaceKeep, sl.budgetKeep))
+			sl.stateAt.Store(n - keep + int64(time.Minute))
+		}
+	}
 	created := sl == nil
 	if created {
 		// Whether a scope's state is over is read on time.Now, not a
@@ -142,15 +156,7 @@ func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) 
 		} else {
 			sl = &scopeLocal{budgets: make(map[*policy]*retryBudget, 1)}
 		}
-		if t.paces != nil {
-			sl.limiter.shared = &sharedPace{gate: t.paces, scope: scope}
-		}
-		if t.own != nil && t.own.keeps(scope, now) {
-			// The gate has state for the scope still (a forgotten scope
-			// has none, but for a disagreement of the two on when it
-			// ends): its sends go through the gate till it is over.
-			sl.bypass.w.Store(bypassShut)
-		}
+		t.readyLocked(scope, sl, now)
 		t.scopes[scope] = sl
 		t.order.push(scope)
 		// Counted up before the sightings are looked at (calm.go).
@@ -179,6 +185,33 @@ func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) 
 		sl.firstPolicy, sl.firstBudget, sl.firstKnown = p, b, k
 	}
 	return sl, created
+}
+
+// readyLocked readies sl, new or reset, to be scope's at now: its pace
+// kept in the gate, if it keeps paces, and its bypass shut while the gate
+// keeps state for the scope. The caller holds the scopes lock for writing.
+func (t *Transport) readyLocked(scope string, sl *scopeLocal, now time.Time) {
+	if t.paces != nil {
+		sl.limiter.shared = &sharedPace{gate: t.paces, scope: scope}
+	}
+	if t.own != nil && t.own.keeps(scope, now) {
+		// The gate has state for the scope still (a forgotten scope
+		// has none, but for a disagreement of the two on when it
+		// ends): its sends go through the gate till it is over.
+		sl.bypass.w.Store(bypassShut)
+	}
+}
+
+// stale reports whether the scope paces or caps its sends on a throttle
+// older than its state is kept, at now, by mono: a scope the sweep would
+// forget if it were quiet, found by a call. The caller holds the scopes
+// lock, to read or to write.
+func (sl *scopeLocal) stale(now int64) bool {
+	if !sl.limiter.active.Load() && !sl.limiter.ceil.on.Load() {
+		return false
+	}
+	at := sl.stateAt.Load()
+	return at != 0 && now-at >= int64(max(rules.PaceKeep, sl.budgetKeep))
 }
 
 // of returns p's retry budget and known limit in the scope, and whether
