@@ -49,8 +49,8 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			// registered it: the call is admitted there (calm.go).
 			c.join(joinUnsent)
 			if paced {
-				// The lent limiter gave no token: the call is paced in
-				// the scope it joined.
+				// calmScope's limiter gave no token: the call is paced
+				// in the scope it joined.
 				paced = false
 				continue
 			}

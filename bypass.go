@@ -65,6 +65,9 @@ func (b *bypass) taken() bool { return b.w.Load()&^bypassShut != 0 }
 // that it was not sending (memGate.unsent).
 func (c *call) slow() bool {
 	c.fast = false
+	if c.lent {
+		return false // calmScope: no place taken, no user counted (calm.go)
+	}
 	c.local.users.Add(1) // before the place is given back: the scope is never unused meanwhile
 	return !c.local.bypass.leave()
 }
@@ -77,9 +80,7 @@ func (c *call) leaveScope() {
 	}
 	if c.lent {
 		// Calm to its end: its scope was never registered.
-		c.lent, c.fast = false, false
-		calmLocals.Put(c.local.cleared())
-		c.local = nil
+		c.lent, c.fast, c.local = false, false, nil
 		return
 	}
 	if !c.fast {

@@ -6,7 +6,6 @@ package heed
 
 import (
 	"hash/maphash"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,8 +15,8 @@ import (
 // flight beside each other. A call to a scope it keeps nothing of, with a
 // policy that states no Limit, through heed's own gate while that gate keeps
 // nothing of the scope, has none of that to share while it is alone. It
-// goes on a scope of its own, lent from a pool and never registered, and
-// marks a slot of the Transport's sightings with its scope's hash while it
+// goes on an empty scope that no call writes to (calmScope), never
+// registered, and marks a slot of the Transport's sightings with its scope's hash while it
 // is out. So a crawler or a webhook sender that calls many hosts one at a
 // time keeps no state per host, and its calls cost the same whatever the
 // number of hosts.
@@ -81,9 +80,12 @@ func (s *sightings) start(tag uint64) *atomic.Int64 {
 	return &s.starts[(tag>>2)%calmSlots]
 }
 
-// calmLocals lends calm calls their scope's state: a scopeLocal, cleared as
-// it is given back.
-var calmLocals = sync.Pool{New: func() any { return new(scopeLocal) }}
+// calmScope is the scope every calm call goes on: empty, and never
+// written. Nothing a calm call does writes to its scope: it takes no place,
+// counts no send, records no answer (the bypass's place, slow, run's
+// limiter calls and leaveScope skip it), and anything that would joins the
+// scope first. TestCalmScopeStaysEmpty checks that it stays as it is.
+var calmScope scopeLocal
 
 // calmEnter puts c on the calm path, and reports whether it did: its slot
 // was free and the scope was not registered meanwhile. gen is the count of
@@ -116,9 +118,8 @@ func (t *Transport) calmEnter(c *call, gen uint64) bool {
 		c.join(joinUnsent)
 		return true
 	}
-	sl := calmLocals.Get().(*scopeLocal)
-	sl.bypass.w.Store(1) // the call's place, as a fast call's
-	c.local, c.retries, c.known, c.fast = sl, nil, nil, true
+	// fast: admitted as a call of the bypass is, with no place to take.
+	c.local, c.retries, c.known, c.fast = &calmScope, nil, nil, true
 	c.calm, c.lent = tag, true
 	return true
 }
@@ -175,10 +176,7 @@ func (c *call) join(at int) {
 	if at == joinEnd && slot.CompareAndSwap(tag|sightOut, 0) {
 		return
 	}
-	if c.lent {
-		c.lent = false
-		calmLocals.Put(c.local.cleared())
-	}
+	c.lent = false
 	t.scopesMu.Lock()
 	sl, _ := t.registerLocked(c.policy, c.scope) // adopts c, registering it
 	if slot.Load()&sightAdopted == 0 {
@@ -227,10 +225,4 @@ func (c *call) calmAnswer() bool {
 // counted c in it, since c went on the calm path.
 func (c *call) calmAdopted() bool {
 	return c.transport.sights.slot(c.calm).Load()&sightAdopted != 0
-}
-
-// cleared returns sl cleared, to be lent again.
-func (sl *scopeLocal) cleared() *scopeLocal {
-	*sl = scopeLocal{}
-	return sl
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +89,7 @@ func TestCalmCallsKeepNothing(t *testing.T) {
 				tr.scopesMu.RLock()
 				defer tr.scopesMu.RUnlock()
 				assert.Len(t, tr.scopes, tt.want, "the scopes registered")
+				assertCalmScopeEmpty(t)
 				assert.Zero(t, slotsMarked(tr), "no calm call is out")
 				for k, sl := range tr.scopes {
 					assert.False(t, sl.bypass.taken(), k)
@@ -339,6 +342,66 @@ func TestCalmAndRegisteredCallsBalance(t *testing.T) {
 			for k, s := range tr.own.scopes {
 				assert.Zero(t, s.inflight, k)
 			}
+		})
+	}
+}
+
+// assertCalmScopeEmpty fails unless calmScope, which every calm call goes
+// on, is as empty as it was: no call wrote to it.
+func assertCalmScopeEmpty(t *testing.T) {
+	t.Helper()
+	assert.True(t, reflect.DeepEqual(&calmScope, new(scopeLocal)), "calmScope was written to")
+}
+
+// TestCalmScopeStaysEmpty: calm calls of every kind, told to an observer
+// and a logger, answered with every kind of answer, some panicking or cut
+// short, leave the scope they all go on as empty as it was.
+func TestCalmScopeStaysEmpty(t *testing.T) {
+	answers := []func(h http.Header) int{
+		func(http.Header) int { return http.StatusOK },
+		func(http.Header) int { return http.StatusNotFound },
+		func(http.Header) int { return http.StatusServiceUnavailable },
+		func(h http.Header) int { h.Set("Retry-After-Ms", "1"); return http.StatusTooManyRequests },
+		func(h http.Header) int {
+			h.Set("X-RateLimit-Remaining", "3")
+			h.Set("X-RateLimit-Reset", "1")
+			return http.StatusOK
+		},
+		func(h http.Header) int { h.Set("X-Ratelimit-Resource", "core"); return http.StatusOK },
+		func(h http.Header) int { h.Set(roomField, "5/40"); return http.StatusOK },
+		func(http.Header) int { panic("the inner transport panics") },
+	}
+	for _, heard := range []bool{false, true} {
+		t.Run("heard "+strconv.FormatBool(heard), func(t *testing.T) {
+			var n atomic.Int64
+			inner := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				h := http.Header{}
+				status := answers[int(n.Add(1))%len(answers)](h)
+				return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+			})
+			opts := []Option{WithPolicy(Policy{MaxAttempts: 2, MaxWait: 10 * time.Millisecond, MinWait: time.Millisecond,
+				Backoff: EqualJitter(time.Millisecond, time.Millisecond)})}
+			if heard {
+				opts = append(opts, WithObserver(func(Event) {}), WithSlog(slog.New(slog.DiscardHandler)))
+			}
+			tr := New(inner, opts...)
+			for i := range 400 {
+				ctx, cancel := context.WithCancel(t.Context())
+				if i%13 == 0 {
+					cancel()
+				}
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://h"+strconv.Itoa(i)+".test/x", nil)
+				require.NoError(t, err)
+				func() {
+					defer func() { _ = recover() }()
+					if resp, err := tr.RoundTrip(req); err == nil {
+						resp.Body.Close()
+					}
+				}()
+				cancel()
+			}
+			assertCalmScopeEmpty(t)
+			assert.Zero(t, slotsMarked(tr))
 		})
 	}
 }

@@ -142,7 +142,7 @@ func paceOn(sl *scopeLocal) {
 // TestCalmJoinAtAdmissionKeepsThePace: a calm call counted in by
 // another call of its scope, whose pace is on by the time it is admitted,
 // waits for its pacing token as a call of the registered scope does: it
-// is paced in the scope it joins, not by the lent limiter it joined from.
+// is paced in the scope it joins, not by the calm scope it joined from.
 func TestCalmJoinAtAdmissionKeepsThePace(t *testing.T) {
 	for _, calm := range []bool{false, true} {
 		name := "registered"

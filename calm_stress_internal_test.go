@@ -141,6 +141,7 @@ func TestCalmStress(t *testing.T) {
 			}
 			wg.Wait()
 			assert.Zero(t, slotsMarked(tr), "no slot is left marked")
+			assertCalmScopeEmpty(t)
 			tr.scopesMu.RLock()
 			defer tr.scopesMu.RUnlock()
 			for k, sl := range tr.scopes {

@@ -247,7 +247,7 @@ type call struct {
 	bypassed bool   // the current send was admitted by its scope's bypass (bypass.go)
 	fast     bool   // the call holds a place in its scope's bypass, not a user's (bypass.go)
 	// calm: the tag of the call's slot in the sightings while it is out on
-	// the calm path; lent: local is lent, not registered (calm.go)
+	// the calm path; lent: local is calmScope, not registered (calm.go)
 	calm    uint64
 	lent    bool
 	episode int64  // the episode heed's own gate admitted it in
@@ -302,8 +302,8 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if sent != c.started {
 			sentMono = mono(sent)
 		}
-		// A calm call's limiter is its own, and lent: it has nothing to
-		// measure, and its send is alone (calm.go).
+		// A calm call's scope is calmScope, never written: its send is
+		// alone, and counted in if another comes (calm.go).
 		level, forming := int64(1), false
 		if !c.lent {
 			level, forming = c.local.limiter.sentAt(sent, sentMono)
