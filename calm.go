@@ -89,7 +89,8 @@ var calmScope scopeLocal
 
 // calmEnter puts c on the calm path, and reports whether it did: its slot
 // was free and the scope was not registered meanwhile. gen is the count of
-// scopes registered as the scope was looked for and not found. The caller
+// scopes registered as the scope was looked for and not found, or, read
+// before, as no scope was registered at all (Transport.scope). The caller
 // has c.scope set and the policy checked (policy.calm, Transport.own).
 func (t *Transport) calmEnter(c *call, gen uint64) bool {
 	tag := t.sights.tag(c.scope)

@@ -89,6 +89,7 @@ func TestCalmCallsKeepNothing(t *testing.T) {
 				tr.scopesMu.RLock()
 				defer tr.scopesMu.RUnlock()
 				assert.Len(t, tr.scopes, tt.want, "the scopes registered")
+				assert.Equal(t, int64(tt.want), tr.live.Load(), "the scopes counted")
 				assertCalmScopeEmpty(t)
 				assert.Zero(t, slotsMarked(tr), "no calm call is out")
 				for k, sl := range tr.scopes {

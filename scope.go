@@ -68,6 +68,15 @@ const quietKept = 1024
 // call to a scope not registered may go on the calm path instead (calm.go).
 func (t *Transport) scope(c *call, p *policy) {
 	fast := t.own != nil && p.limit == (Limit{})
+	if fast && p.calm {
+		// No scope registered: none to look up. The count of scopes
+		// registered is read first, as it is under the lock below
+		// (calmEnter).
+		gen := t.registered.Load()
+		if t.live.Load() == 0 && t.calmEnter(c, gen) {
+			return
+		}
+	}
 	t.scopesMu.RLock()
 	sl := t.scopes[c.scope]
 	if sl != nil {
@@ -143,6 +152,7 @@ func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) 
 				return false
 			}
 			delete(t.scopes, k)
+			t.live.Add(-1)
 			if len(t.spare) < quietKept {
 				t.spare = append(t.spare, s)
 			}
@@ -159,6 +169,7 @@ func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) 
 		t.readyLocked(scope, sl, now)
 		t.scopes[scope] = sl
 		t.order.push(scope)
+		t.live.Add(1)
 		// Counted up before the sightings are looked at (calm.go).
 		t.registered.Add(1)
 		if t.own != nil {

@@ -110,6 +110,7 @@ func TestTransportForgetsQuietScopes(t *testing.T) {
 					open.Body.Close()
 				}
 				assert.Equal(t, n, queued, "every scope queued once")
+				assert.Equal(t, int64(n), tr.live.Load(), "every scope counted once")
 				assert.LessOrEqual(t, n, quietKept+2, "one-request scopes beyond quietKept are forgotten")
 				if tt.want {
 					assert.Same(t, watched, kept, "the scope is kept, the same one")

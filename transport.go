@@ -50,9 +50,11 @@ type Transport struct {
 	scopes   map[string]*scopeLocal
 	order    sweep         // of scopes, to forget the quiet (scope.go)
 	spare    []*scopeLocal // forgotten scopes, to be others' (at most quietKept)
-	// registered counts the scopes registered, and sights marks the calm
-	// calls out (calm.go)
+	// registered counts the scopes registered, ever, and live those in
+	// scopes, read without the lock; sights marks the calm calls out
+	// (calm.go)
 	registered atomic.Uint64
+	live       atomic.Int64
 	sights     sightings
 }
 
