@@ -177,7 +177,6 @@ func (c *call) join(at int) {
 	if at == joinEnd && slot.CompareAndSwap(tag|sightOut, 0) {
 		return
 	}
-	c.lent = false
 	t.scopesMu.Lock()
 	sl, _ := t.registerLocked(c.policy, c.scope) // adopts c, registering it
 	if slot.Load()&sightAdopted == 0 {
@@ -203,7 +202,8 @@ func (c *call) join(at int) {
 			sl.limiter.ceil.answer()
 		}
 	}
-	c.local, c.fast = sl, true
+	// calmScope is left in one step: no path sees it as registered.
+	c.local, c.fast, c.lent = sl, true, false
 	if at != joinEnd {
 		c.retries, c.known = b, k
 		c.retries.first(c.startMono)

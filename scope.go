@@ -71,7 +71,8 @@ func (t *Transport) scope(c *call, p *policy) {
 	if fast && p.calm {
 		// No scope registered: none to look up. The count of scopes
 		// registered is read first, as it is under the lock below
-		// (calmEnter).
+		// (calmEnter). A Transport that has registered a scope looks up
+		// from then on: the sweep forgets scopes only past quietKept.
 		gen := t.registered.Load()
 		if t.live.Load() == 0 && t.calmEnter(c, gen) {
 			return
@@ -169,8 +170,12 @@ func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) 
 		t.readyLocked(scope, sl, now)
 		t.scopes[scope] = sl
 		t.order.push(scope)
+		// In this order, and before the sightings are looked at: a calm
+		// call reads registered, then live, and registered again once
+		// it has marked its slot (calm.go); registered counted first, a
+		// call could read it new and live still 0, and mark its slot
+		// after adoptLocked looked.
 		t.live.Add(1)
-		// Counted up before the sightings are looked at (calm.go).
 		t.registered.Add(1)
 		if t.own != nil {
 			t.adoptLocked(scope, sl, now)
