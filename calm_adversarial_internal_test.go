@@ -1,8 +1,6 @@
 package heed
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -14,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
 )
 
 // rwBody is a 101 answer's body: a ReadWriteCloser.
@@ -24,73 +20,78 @@ type rwBody struct{ io.Reader }
 func (rwBody) Write(p []byte) (int, error) { return len(p), nil }
 func (rwBody) Close() error                { return nil }
 
+// answerAnything answers r with one of every kind of answer heed reads,
+// at random, now and then a moment late: quotas spent and not, 429s, 503s,
+// a named limit, room, errors, a panic, a 101, a cached answer, a body
+// naming a limit, and more.
+func answerAnything(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}
+	if rand.IntN(4) == 0 {
+		select {
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		case <-time.After(time.Duration(rand.IntN(300)) * time.Microsecond):
+		}
+	}
+	h := http.Header{}
+	status := http.StatusOK
+	var body io.ReadCloser = io.NopCloser(strings.NewReader(`{"ok":true}`))
+	switch rand.IntN(22) {
+	case 0:
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Reset", "1")
+	case 1:
+		status = http.StatusTooManyRequests
+		h.Set("Retry-After-Ms", "1")
+	case 2:
+		status = http.StatusServiceUnavailable
+	case 3:
+		panic("inner panics")
+	case 4:
+		h.Set("X-Ratelimit-Resource", "core")
+	case 5:
+		h.Set(roomField, "39/40")
+	case 6:
+		return nil, errors.New("reset")
+	case 7:
+		status = http.StatusNotFound
+	case 8:
+		h.Set("Retry-After", "1") // on a 200
+	case 9:
+		h.Set("Age", "3")
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Reset", "1")
+	case 10:
+		status = http.StatusSwitchingProtocols
+		body = rwBody{strings.NewReader("x")}
+	case 11:
+		return nil, nil
+	case 12:
+		return &http.Response{StatusCode: 200, Header: h, Body: http.NoBody, Request: r}, errors.New("both")
+	case 13:
+		body = io.NopCloser(strings.NewReader(`{"errors":[{"type":"RATE_LIMITED"}]}`))
+	case 14:
+		h.Set("RateLimit", `"default";r=0;t=1`)
+		h.Set("RateLimit-Policy", `"default";q=10;w=1`)
+	case 15:
+		status = http.StatusTooManyRequests
+	case 16:
+		h.Set("X-RateLimit-Remaining", "3")
+		h.Set("X-RateLimit-Reset", "1")
+		h.Set("X-RateLimit-Remaining-Tokens", "0")
+		h.Set("X-RateLimit-Reset-Tokens", "1s")
+	case 17:
+		status = http.StatusBadRequest
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: body, Request: r}, nil
+}
+
 // TestCalmScopeEmptyUnderEverything: every policy shape that may go calm,
 // every kind of answer, heard or not, panics everywhere, cancellations,
 // several Transports at once, some scopes shared by concurrent calls.
 func TestCalmScopeEmptyUnderEverything(t *testing.T) {
-	answer := func(r *http.Request) (*http.Response, error) {
-		if r.Body != nil {
-			_, _ = io.Copy(io.Discard, r.Body)
-		}
-		if rand.IntN(4) == 0 {
-			select {
-			case <-r.Context().Done():
-				return nil, r.Context().Err()
-			case <-time.After(time.Duration(rand.IntN(300)) * time.Microsecond):
-			}
-		}
-		h := http.Header{}
-		status := http.StatusOK
-		var body io.ReadCloser = io.NopCloser(strings.NewReader(`{"ok":true}`))
-		switch rand.IntN(22) {
-		case 0:
-			h.Set("X-RateLimit-Remaining", "0")
-			h.Set("X-RateLimit-Reset", "1")
-		case 1:
-			status = http.StatusTooManyRequests
-			h.Set("Retry-After-Ms", "1")
-		case 2:
-			status = http.StatusServiceUnavailable
-		case 3:
-			panic("inner panics")
-		case 4:
-			h.Set("X-Ratelimit-Resource", "core")
-		case 5:
-			h.Set(roomField, "39/40")
-		case 6:
-			return nil, errors.New("reset")
-		case 7:
-			status = http.StatusNotFound
-		case 8:
-			h.Set("Retry-After", "1") // on a 200
-		case 9:
-			h.Set("Age", "3")
-			h.Set("X-RateLimit-Remaining", "0")
-			h.Set("X-RateLimit-Reset", "1")
-		case 10:
-			status = http.StatusSwitchingProtocols
-			body = rwBody{strings.NewReader("x")}
-		case 11:
-			return nil, nil
-		case 12:
-			return &http.Response{StatusCode: 200, Header: h, Body: http.NoBody, Request: r}, errors.New("both")
-		case 13:
-			body = io.NopCloser(strings.NewReader(`{"errors":[{"type":"RATE_LIMITED"}]}`))
-		case 14:
-			h.Set("RateLimit", `"default";r=0;t=1`)
-			h.Set("RateLimit-Policy", `"default";q=10;w=1`)
-		case 15:
-			status = http.StatusTooManyRequests
-		case 16:
-			h.Set("X-RateLimit-Remaining", "3")
-			h.Set("X-RateLimit-Reset", "1")
-			h.Set("X-RateLimit-Remaining-Tokens", "0")
-			h.Set("X-RateLimit-Reset-Tokens", "1s")
-		case 17:
-			status = http.StatusBadRequest
-		}
-		return &http.Response{StatusCode: status, Header: h, Body: body, Request: r}, nil
-	}
 	policies := map[string]Policy{
 		"default":  {MaxAttempts: 3},
 		"one":      {MaxAttempts: 1},
@@ -135,7 +136,7 @@ func TestCalmScopeEmptyUnderEverything(t *testing.T) {
 				}
 				var trs []*Transport
 				for range 3 {
-					trs = append(trs, New(roundTripperFunc(answer), opts...))
+					trs = append(trs, New(roundTripperFunc(answerAnything), opts...))
 				}
 				var wg sync.WaitGroup
 				var fresh atomic.Int64
@@ -143,51 +144,22 @@ func TestCalmScopeEmptyUnderEverything(t *testing.T) {
 					tr := trs[w%len(trs)]
 					wg.Go(func() {
 						for range 150 {
-							ctx, cancel := context.WithCancel(context.Background())
-							switch rand.IntN(12) {
-							case 0:
-								cancel()
-							case 1:
-								go func() {
-									time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
-									cancel()
-								}()
-							}
 							scope := "f" + strconv.FormatInt(fresh.Add(1)/2, 10)
 							if rand.IntN(3) == 0 {
 								scope = "s" + strconv.Itoa(rand.IntN(3))
 							}
-							method, body := http.MethodGet, io.Reader(nil)
+							method := http.MethodGet
 							if rand.IntN(3) == 0 {
-								method, body = http.MethodPost, bytes.NewReader([]byte("hello"))
+								method = http.MethodPost
 							}
-							req, _ := http.NewRequestWithContext(ctx, method, "https://api.test/x?s="+scope, body)
-							if body != nil && rand.IntN(2) == 0 {
-								n := 0
-								req.GetBody = func() (io.ReadCloser, error) {
-									n++
-									if n > 1 {
-										return nil, errors.New("no body again")
-									}
-									return io.NopCloser(strings.NewReader("hello")), nil
-								}
-							}
-							func() {
-								defer func() { _ = recover() }()
-								resp, err := tr.RoundTrip(req)
-								if err == nil && resp != nil && resp.Body != nil {
-									_, _ = io.Copy(io.Discard, resp.Body)
-									resp.Body.Close()
-								}
-							}()
-							cancel()
+							sendRandomly(tr, scope, method)
 						}
 					})
 				}
 				wg.Wait()
 				assertCalmScopeEmpty(t)
 				for _, tr := range trs {
-					assert.Zero(t, slotsMarked(tr))
+					assertNothingHeld(t, tr)
 				}
 			})
 		}

@@ -330,20 +330,52 @@ func TestCalmAndRegisteredCallsBalance(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			assert.Zero(t, slotsMarked(tr), "no slot is left marked")
-			tr.scopesMu.RLock()
-			defer tr.scopesMu.RUnlock()
-			for k, sl := range tr.scopes {
-				assert.False(t, sl.bypass.taken(), k)
-				assert.Zero(t, sl.users.Load(), k)
-				assert.Zero(t, sl.limiter.flight.load(), k)
-			}
-			tr.own.mu.Lock()
-			defer tr.own.mu.Unlock()
-			for k, s := range tr.own.scopes {
-				assert.Zero(t, s.inflight, k)
-			}
+			assertNothingHeld(t, tr)
 		})
+	}
+}
+
+// assertNothingHeld fails unless, every call of tr over, no slot is marked,
+// no scope registered holds a place, a user or a send in flight, and the
+// gate counts no send in flight.
+func assertNothingHeld(t *testing.T, tr *Transport) {
+	t.Helper()
+	assert.Zero(t, slotsMarked(tr), "no slot is left marked")
+	tr.scopesMu.RLock()
+	defer tr.scopesMu.RUnlock()
+	for k, sl := range tr.scopes {
+		assert.False(t, sl.bypass.taken(), "place left in %s: %x", k, sl.bypass.w.Load())
+		assert.Zero(t, sl.users.Load(), "users left in %s", k)
+		assert.Zero(t, sl.limiter.flight.load(), "flight left in %s", k)
+	}
+	tr.own.mu.Lock()
+	defer tr.own.mu.Unlock()
+	for k, s := range tr.own.scopes {
+		assert.Zero(t, s.inflight, "gate inflight left in %q", k)
+	}
+}
+
+// failAgain gives req, whose body is "hello", a GetBody that fails after
+// its first call.
+func failAgain(req *http.Request) {
+	n := 0
+	req.GetBody = func() (io.ReadCloser, error) {
+		n++
+		if n > 1 {
+			return nil, errors.New("no body again")
+		}
+		return io.NopCloser(strings.NewReader("hello")), nil
+	}
+}
+
+// tryRoundTrip sends req through tr, a panic recovered, and drains and
+// closes the body of the response, if any.
+func tryRoundTrip(tr *Transport, req *http.Request) {
+	defer func() { _ = recover() }()
+	resp, err := tr.RoundTrip(req)
+	if err == nil && resp != nil && resp.Body != nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 	}
 }
 
