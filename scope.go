@@ -223,11 +223,13 @@ func (t *Transport) readyLocked(scope string, sl *scopeLocal, now time.Time) {
 // forget if it were quiet, found by a call. The caller holds the scopes
 // lock, to read or to write.
 func (sl *scopeLocal) stale(now int64) bool {
-	if !sl.limiter.active.Load() && !sl.limiter.ceil.on.Load() {
+	// The answer's time first: the limiter's words share a cache line
+	// with its counts of sends, which every call writes.
+	at := sl.stateAt.Load()
+	if at == 0 || now-at < int64(max(rules.PaceKeep, sl.budgetKeep)) {
 		return false
 	}
-	at := sl.stateAt.Load()
-	return at != 0 && now-at >= int64(max(rules.PaceKeep, sl.budgetKeep))
+	return sl.limiter.active.Load() || sl.limiter.ceil.on.Load()
 }
 
 // of returns p's retry budget and known limit in the scope, and whether
