@@ -127,21 +127,17 @@ func (a *adaptive) sentAt(now time.Time, at int64) (level int64, rose bool) {
 	level, gone := a.flight.add()
 	rose = level > 1 && level > before
 	a.measure(now, at, gone)
-	if !a.sends.Load() {
-		a.sends.Store(true)
-	}
-	for {
-		peak := a.peak.Load()
-		if level <= peak || a.peak.CompareAndSwap(peak, level) {
-			return level, rose
-		}
-	}
+	a.reached(level)
+	return level, rose
 }
 
 // adopted counts in flight a calm call's send (calm.go), made or to be
 // made before the scope was registered.
-func (a *adaptive) adopted() {
-	level := a.flight.out()
+func (a *adaptive) adopted() { a.reached(a.flight.out()) }
+
+// reached records that the scope has sent, and that level of its sends
+// were in flight at once.
+func (a *adaptive) reached(level int64) {
 	if !a.sends.Load() {
 		a.sends.Store(true)
 	}

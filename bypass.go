@@ -75,9 +75,6 @@ func (c *call) slow() bool {
 // leaveScope is a call done with its scope: it gives back its place in the
 // bypass, or counts a user gone.
 func (c *call) leaveScope() {
-	if c.calm != 0 {
-		c.join(joinEnd) // ends without an answer it kept (calm.go)
-	}
 	if c.lent {
 		// Calm to its end: its scope was never registered.
 		c.lent, c.fast, c.local = false, false, nil

@@ -438,3 +438,57 @@ func TestCalmScopeStaysEmpty(t *testing.T) {
 		})
 	}
 }
+
+// TestCalmSlotSharedTakesTurns: two scopes whose hashes share a slot take
+// turns on the calm path: while one's calm call is out, a call of the
+// other registers its scope, as every call did before the calm path, and
+// neither is counted in the other's.
+func TestCalmSlotSharedTakesTurns(t *testing.T) {
+	for _, second := range []int{1, 3} {
+		t.Run(strconv.Itoa(second)+" calls of the other scope", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				inner := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+					if r.URL.Path == "/wait" {
+						<-release
+					}
+					return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+				})
+				tr := New(inner)
+				// Two scopes of one slot.
+				slots := map[*atomic.Uint64]string{}
+				var a, b string
+				for i := 0; b == ""; i++ {
+					s := "h" + strconv.Itoa(i) + ".test"
+					slot := tr.sights.slot(tr.sights.tag(s))
+					if o, ok := slots[slot]; ok {
+						a, b = o, s
+					}
+					slots[slot] = s
+				}
+				get := func(host, path string) {
+					req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+host+path, nil)
+					require.NoError(t, err)
+					resp, err := tr.RoundTrip(req)
+					if assert.NoError(t, err) {
+						resp.Body.Close()
+					}
+				}
+				var wg sync.WaitGroup
+				wg.Go(func() { get(a, "/wait") })
+				synctest.Wait()
+				require.Equal(t, 1, slotsMarked(tr), "a's call is calm")
+				for range second {
+					get(b, "/now")
+				}
+				assert.NotNil(t, tr.scopes[b], "b, its slot taken, registers")
+				assert.Nil(t, tr.scopes[a], "a's call stays calm, counted in nowhere")
+				close(release)
+				wg.Wait()
+				assert.Nil(t, tr.scopes[a])
+				assertNothingHeld(t, tr)
+				assertCalmScopeEmpty(t)
+			})
+		})
+	}
+}

@@ -124,11 +124,15 @@ func (t *Transport) scope(c *call, p *policy) {
 // caller holds the scopes lock for writing.
 func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) {
 	sl := t.scopes[scope]
-	if sl != nil && sl.stale(mono(time.Now())) {
+	// Whether a scope's state is over is read on time.Now, not a time
+	// source's reading (timesource.go): a scope forgotten has no state in
+	// the gate.
+	now := time.Now()
+	if sl != nil && sl.stale(mono(now)) {
 		// A pace or cap over, that no sweep came by to forget (calm calls
 		// register nothing, and sweep nothing): the scope starts anew, as
 		// a scope forgotten and made again does.
-		if now := time.Now(); sl.quiet(now) {
+		if sl.quiet(now) {
 			sl.reset()
 			t.readyLocked(scope, sl, now)
 		} else {
@@ -140,10 +144,6 @@ func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) 
 	}
 	created := sl == nil
 	if created {
-		// Whether a scope's state is over is read on time.Now, not a
-		// time source's reading (timesource.go): a scope forgotten has no
-		// state in the gate.
-		now := time.Now()
 		t.order.pass(quietKept, func(k string) bool {
 			s := t.scopes[k]
 			if s == nil {

@@ -198,9 +198,9 @@ func (c *call) end() {
 	}
 	c.releaseSlot(nil)
 	c.wentCeiling(false)
-	if !c.outAt.IsZero() && !c.lent {
+	if !c.outAt.IsZero() {
 		// The inner transport panicked: the send is answered by nothing.
-		c.local.limiter.release(c.outAt, c.outLevel, -1)
+		c.release(c.outAt, c.outLevel, -1)
 		c.outAt = time.Time{}
 	}
 }
@@ -337,9 +337,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 				c.done(nil, 0, sent, false, false)
 				c.releaseSlot(nil)
 				c.outAt = time.Time{}
-				if !c.lent {
-					c.local.limiter.release(sent, 0, -1) // level 0: unsent, it teaches the cap nothing
-				}
+				c.release(sent, 0, -1) // level 0: unsent, it teaches the cap nothing
 				return nil, de
 			}
 		}
@@ -402,9 +400,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 
 		if (v.Class == Deliver || v.Class == Terminal) && !c.transport.heard {
 			c.outAt = time.Time{}
-			if !c.lent {
-				c.local.limiter.release(sent, level, c.room)
-			}
+			c.release(sent, level, c.room)
 			return resp, err // nobody to tell: no decision to make up
 		}
 		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
@@ -416,9 +412,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		if v.Class == Deliver || v.Class == Terminal {
 			c.outAt = time.Time{}
-			if !c.lent {
-				c.local.limiter.release(sent, level, c.room)
-			}
+			c.release(sent, level, c.room)
 			d.kind = EventDelivered
 			c.decide(levelFor(v.Class), &d)
 			return resp, err
@@ -492,6 +486,15 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			return nil, err
 		}
 		now = time.Time{} // passGate reads the clock anew
+	}
+}
+
+// release accounts to the scope's limiter for the send sent at sent, at
+// level, ended without a throttle (adaptive.release); a calm call's
+// scope, calmScope, records nothing (calm.go).
+func (c *call) release(sent time.Time, level, room int64) {
+	if !c.lent {
+		c.local.limiter.release(sent, level, room)
 	}
 }
 
