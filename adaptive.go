@@ -340,6 +340,7 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 		if !a.joined || a.rel.epStart.IsZero() || a.rel.epStart.Before(start.Add(-hint)) {
 			// Alone, or what was added is too old: this Transport's.
 			a.rel.epServed = a.servedIn(start, now) // up to the refusal's answer: see releaseThrottled
+			a.rel.late = a.servedIn(sent.Add(1), now)
 		} // else: what each joined Transport added as it joined, this one's included, and since
 		a.enabled, a.lastFill = true, now
 		a.active.Store(true)

@@ -177,9 +177,9 @@ func (s *sharedPace) update(update func([]byte) []byte) (bool, error) {
 // fixed fields, little endian, then the release's served sends. Times are
 // Unix nanoseconds, 0 for the zero time.
 const (
-	paceVersion = 3
-	paceFloats  = 13
-	paceTimes   = 9
+	paceVersion = 4
+	paceFloats  = 14
+	paceTimes   = 10
 	paceFixed   = 2 + 8*paceFloats + 8*paceTimes + 8 + 2 // and stepServed, and the served count
 )
 
@@ -189,12 +189,12 @@ var errPaceState = errors.New("heed: not a pace state")
 // floats and times list p's numbers and times in their encoded order.
 func (p *paceState) floats() [paceFloats]*float64 {
 	r := &p.rel
-	return [...]*float64{&p.fillRate, &p.capacity, &p.issued, &p.granted, &p.floor, &p.lastMax, &p.k, &r.burst, &r.fitRate, &r.drain, &r.drainEp, &r.let, &r.spentServed}
+	return [...]*float64{&p.fillRate, &p.capacity, &p.issued, &p.granted, &p.floor, &p.lastMax, &p.k, &r.burst, &r.fitRate, &r.drain, &r.drainEp, &r.let, &r.spentServed, &r.late}
 }
 
 func (p *paceState) times() [paceTimes]*time.Time {
 	r := &p.rel
-	return [...]*time.Time{&p.lastFill, &p.lastThrottle, &r.fitAt, &r.reopen, &r.epStart, &r.epRefused, &r.step, &r.spentAt, &r.epSpent}
+	return [...]*time.Time{&p.lastFill, &p.lastThrottle, &r.fitAt, &r.reopen, &r.epStart, &r.epRefused, &r.step, &r.spentAt, &r.epSpent, &r.refusedAt}
 }
 
 func (p *paceState) flags() [7]*bool {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ type limitServer struct {
 
 	mu       sync.Mutex
 	requests int
+	decided  []decided // every request, in the order the limiter decided it
 	refusals []refusal // the refusals delivered
 	// after counts the refusals of requests that arrived once the first
 	// refusal had reached the client: those a client that heeds it could
@@ -58,6 +60,12 @@ type limitServer struct {
 	early   int // requests that arrived after a refusal was delivered, before the time it gave
 	served  int
 	refused int
+}
+
+// decided is a request as the limiter decided it, at at.
+type decided struct {
+	at time.Time
+	ok bool
 }
 
 // refusal is a refusal delivered to the client at delivered, which gave
@@ -74,6 +82,7 @@ func (s *limitServer) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	ok, wait := s.lim.admit(now)
+	s.decided = append(s.decided, decided{now, ok})
 	if ok {
 		s.served++
 	} else {
@@ -243,6 +252,72 @@ func TestPacingAfterWholeSecondHints(t *testing.T) {
 				assert.Equal(t, tc.total, r.served)
 				assert.LessOrEqual(t, r.wall, 2*ideal, "within 2× the ideal")
 				assert.LessOrEqual(t, r.refused, tc.workers+tc.total/10, "a burst of refusals to learn from, and few more")
+			})
+		})
+	}
+}
+
+// TestPacingLetsTheHerdsRefillsGoAtThePace: a herd that takes longer than
+// a token's refill to reach a bucket is served tokens the bucket refilled
+// after it first refused one. They are not of its burst: let go at once at
+// the first reopen with the rest, they would be refused within the burst,
+// and each such refusal costs the scope a second. The first reopen lets
+// them go at the release's pace instead: every send of it that goes before
+// the pace past the burst has doubled is served, whatever the rate, burst,
+// latency and the herd's spread.
+func TestPacingLetsTheHerdsRefillsGoAtThePace(t *testing.T) {
+	for _, tc := range []struct {
+		rate             float64
+		burst            int
+		latency, stagger time.Duration
+	}{
+		{100, 10, 20 * time.Millisecond, 400 * time.Microsecond},
+		{100, 10, 30 * time.Millisecond, time.Millisecond},
+		{50, 5, 40 * time.Millisecond, 800 * time.Microsecond},
+		{20, 5, 100 * time.Millisecond, 2 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("%g/s burst %d, %v apart, %v each", tc.rate, tc.burst, tc.stagger, tc.latency), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const total, workers = 200, 32
+				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: tc.latency, hint: wholeSeconds}
+				client := &http.Client{Transport: heed.New(srv)}
+				var next, failed atomic.Int64
+				var wg sync.WaitGroup
+				for i := range workers {
+					wg.Go(func() {
+						time.Sleep(time.Duration(i) * tc.stagger)
+						sendEach(t, client, &next, &failed, total)
+					})
+				}
+				wg.Wait()
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				assert.Zero(t, failed.Load(), "no request fails")
+				assert.Zero(t, srv.early, "no send before a time the server gave")
+				require.NotEmpty(t, srv.refusals)
+				// The first reopen: the first send after the first refusal's
+				// hold, which the herd's other refusals may have made longer.
+				i := slices.IndexFunc(srv.decided, func(d decided) bool { return !d.at.Before(srv.refusals[0].until) })
+				require.Positive(t, i)
+				reopen := srv.decided[i].at
+				var herd, late int
+				for i, a := range srv.decided {
+					if a.at.Before(reopen) {
+						if a.ok && slices.ContainsFunc(srv.decided[:i], func(b decided) bool { return !b.ok }) {
+							late++
+						}
+						continue
+					}
+					// The first reopen's burst, and its pace past it until it
+					// doubles (releaseStep), are served.
+					if a.at.Before(reopen.Add(100 * time.Millisecond)) {
+						assert.True(t, a.ok, "a send %v after the first reopen is refused (%d sent before it)", a.at.Sub(reopen), herd)
+						herd++
+					}
+				}
+				t.Logf("%d served after the first refusal, %d sends in the reopen's first 100 ms, %d 429s", late, herd, srv.refused)
+				assert.Positive(t, late, "the herd is served a refilled token after its first refusal")
+				assert.Greater(t, herd, tc.burst, "the reopen lets the burst go, and its late sends")
 			})
 		})
 	}
@@ -590,19 +665,7 @@ func runFleetHerd(t *testing.T, srv *limitServer, total, procs, workers int, gat
 		client := &http.Client{Transport: heed.New(srv, heed.WithGate(gate()), heed.WithPolicy(heed.Policy{MaxAttempts: 50}))}
 		for range workers {
 			wg.Go(func() {
-				for next.Add(1) <= int64(total) {
-					req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
-					require.NoError(t, err)
-					resp, err := client.Do(req)
-					if err != nil || resp.StatusCode != http.StatusOK {
-						if failed.Add(1) == 1 {
-							t.Logf("first failure: %v %v", resp, err)
-						}
-						continue
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					_ = resp.Body.Close()
-				}
+				sendEach(t, client, &next, &failed, total)
 			})
 		}
 	}
@@ -610,6 +673,24 @@ func runFleetHerd(t *testing.T, srv *limitServer, total, procs, workers int, gat
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	return herdResult{wall: time.Since(start), failed: int(failed.Load()), served: srv.served, refused: srv.refused, early: srv.early, after: srv.after}
+}
+
+// sendEach sends GETs through client, one at a time, while next counts up
+// to total, and counts those that fail or are not served in failed.
+func sendEach(t *testing.T, client *http.Client, next, failed *atomic.Int64, total int) {
+	for next.Add(1) <= int64(total) {
+		req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			if failed.Add(1) == 1 {
+				t.Logf("first failure: %v %v", resp, err)
+			}
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
 }
 
 // TestPacingAFleetSharesTheRate: Transports sharing one gate, as a fleet

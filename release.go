@@ -41,6 +41,12 @@ type release struct {
 	// its round trip; zero: none yet. A send served after it was refilled,
 	// not part of a burst.
 	epRefused time.Time
+	// refusedAt is when the first episode's refused send went, and late
+	// how many of that episode's served sends went after it: refilled, or
+	// a new window's, they are not known to be of the burst, and the first
+	// reopen lets them go at the pace past it, not at once.
+	refusedAt time.Time
+	late      float64
 	// served holds when the episode's served sends went, the latest
 	// releaseKeep of them: what a fit is made from.
 	served []time.Time
@@ -132,13 +138,20 @@ func (a *adaptive) begin(now time.Time) {
 		// hold, counts for nothing, unless others send to the limit too
 		// (crowded): then the herd it counted is the better guide.
 		r.burst = math.Max(r.epServed, 1)
-		a.capacity = r.burst
 		cycle := math.Max(r.reopen.Sub(r.epStart).Seconds(), releaseMinSpan.Seconds())
 		rate := a.fillRate
 		if rate == a.provisional && !a.crowded {
 			rate = 0
 		}
 		a.setRate(math.Max(rate, 2*r.burst/cycle))
+		// The burst's late sends go at that pace: one the server served
+		// for a token it refilled during the herd would, let go at once,
+		// be refused within the burst, and cost the scope a hint. So does
+		// a token given back: the reopen holds no more.
+		r.let = math.Max(r.burst-r.late, 1)
+		a.capacity = r.let
+	} else {
+		r.let = a.capacity
 	}
 	// Sends still waiting for a token from before the hold go first, as
 	// part of the burst: the burst, or, where the limit published its
@@ -146,7 +159,6 @@ func (a *adaptive) begin(now time.Time) {
 	// was spent, less the sends that went since, served or still in
 	// flight, and a send at least. It is then paced at no more than the
 	// drain.
-	r.let = a.capacity
 	if r.drainEp > 0 {
 		r.drain, r.drainEp = r.drainEp, 0
 	}
@@ -184,6 +196,9 @@ func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 		return
 	}
 	r.epServed++
+	if r.firstEp && sent.After(r.refusedAt) {
+		r.late++
+	}
 	if !r.firstEp && r.epServed > r.burst {
 		r.window = false // a send past the burst served: a bucket
 	}
@@ -235,7 +250,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	cut := sent.Add(now.Sub(sent) / 2)
 	if !r.on {
 		cut = now
-		r.on = true
+		r.on, r.refusedAt = true, sent
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity, r.let = r.burst, r.burst
 		a.granted, a.lastFill = a.issued, now
