@@ -93,6 +93,9 @@ const (
 	// rate's 1/releaseMargin, the rate the server took, and from when it
 	// probes past it.
 	releaseProbe = 8 * time.Second
+	// releaseLate is the share of the first burst, 1/releaseLate, that the
+	// first reopen lets go at the pace at most, rather than at once.
+	releaseLate = 4
 	// releaseKeep bounds the served sends an episode keeps for its fit.
 	releaseKeep = 256
 	// releaseWindowSlack is how far above the cycle's served rate a pace
@@ -147,8 +150,11 @@ func (a *adaptive) begin(now time.Time) {
 		// The burst's late sends go at that pace: one the server served
 		// for a token it refilled during the herd would, let go at once,
 		// be refused within the burst, and cost the scope a hint. So does
-		// a token given back: the reopen holds no more.
-		r.let = math.Max(r.burst-r.late, 1)
+		// a token given back: the reopen holds no more. A quarter of the
+		// burst at most: a herd's sends race one another to the server,
+		// so most of the burst may have gone a moment after the refused
+		// send and still reached the server before it.
+		r.let = math.Max(r.burst-math.Min(r.late, math.Ceil(r.burst/releaseLate)), 1)
 		a.capacity = r.let
 	} else {
 		r.let = a.capacity
