@@ -166,21 +166,38 @@ func TestReleaseFit(t *testing.T) {
 		served []time.Time
 		end    time.Duration
 		fit    float64 // within 10 %
+		pace   float64 // the rate the scope was paced at, if not 40/s
 	}{
 		// A bucket of 10 refilling at 100/s, paced at 200/s from full:
 		// empty after 0.1 s, 20 sends.
-		{"bucket 100/s", 10, at(200, 20, 0), 100 * time.Millisecond, 100},
-		{"bucket 40/s", 5, at(80, 10, 0), 125 * time.Millisecond, 40},
+		{"bucket 100/s", 10, at(200, 20, 0), 100 * time.Millisecond, 100, 0},
+		{"bucket 40/s", 5, at(80, 10, 0), 125 * time.Millisecond, 40, 0},
 		// A window of 40 let go at once: nothing past the burst.
-		{"window", 40, at(10000, 40, 0), 250 * time.Millisecond, 0},
+		{"window", 40, at(10000, 40, 0), 250 * time.Millisecond, 0, 0},
 		// Spans shorter than releaseMinSpan teach nothing.
-		{"too short", 2, at(1000, 20, 0), 20 * time.Millisecond, 0},
+		{"too short", 2, at(1000, 20, 0), 20 * time.Millisecond, 0, 0},
 		// Served sends after the refused one do not count.
-		{"after the refusal", 10, append(at(200, 20, 0), at(1000, 50, 200*time.Millisecond)...), 100 * time.Millisecond, 100},
+		{"after the refusal", 10, append(at(200, 20, 0), at(1000, 50, 200*time.Millisecond)...), 100 * time.Millisecond, 100, 0},
+		// A second with no send: the four after it were the burst, served
+		// from a bucket full again, and the refusal at their heels tells
+		// no rate. Over the silence the fit would be 8/1.06 s, a seventh
+		// of the bucket's 50/s.
+		{"after a silence", 5, append(at(80, 10, 0), at(200, 4, time.Second)...), time.Second + 20*time.Millisecond, 0, 0},
+		// The ramp before the silence, and the sends since, are spans of
+		// their own: after it, 20 sends at 100/s from a full bucket of 5.
+		{"paced again after a silence", 5, append(at(80, 10, 0), at(100, 20, time.Second)...), time.Second + 200*time.Millisecond, 75, 0},
+		// Pauses as long as a few of the pace's intervals are the pace's:
+		// a bucket of 2 at 10/s, paced at 10/s with 150 ms pauses.
+		{"slow pace", 2, at(6.667, 10, 0), 1500 * time.Millisecond, 5.3, 6.667},
+		{"slow pace, a pause of eight intervals", 2, append(at(6.667, 5, 0), at(6.667, 5, 1800*time.Millisecond)...), 2500 * time.Millisecond, 4.3, 6.667},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := release{burst: tc.burst, served: tc.served}
-			assert.InDelta(t, tc.fit, r.fit(t0.Add(tc.end)), 0.1*tc.fit+0.01)
+			pace := tc.pace
+			if pace == 0 {
+				pace = 40
+			}
+			assert.InDelta(t, tc.fit, r.fit(t0.Add(tc.end), releasePause(pace)), 0.1*tc.fit+0.01)
 		})
 	}
 }

@@ -271,7 +271,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		}
 		a.setRate(2 * served / cycle)
 		a.provisional = a.fillRate
-	} else if fit := r.fit(sent); fit > 0 {
+	} else if fit := r.fit(sent, releasePause(a.fillRate)); fit > 0 {
 		r.fitted, r.fitAt, r.window = true, now, false
 		r.fitRate = math.Max(releaseMargin*fit, longRun)
 		a.setRate(r.fitRate)
@@ -406,16 +406,25 @@ func (r *release) drained(sent time.Time, room int64) {
 // fit returns the highest rate, beyond the burst, at which the episode's
 // sends before t were served over a span of at least releaseMinSpan: for
 // a bucket holding no more than the burst, a rate it refills at. 0 when no
-// span shows one.
-func (r *release) fit(t time.Time) float64 {
+// span shows one. No span starts before a pause longer than pause between
+// two served sends: the scope was not sending then, so the bucket filled
+// up again, and the sends after it were served from its burst, not at its
+// rate. A refusal soon after such a pause fits nothing.
+func (r *release) fit(t time.Time, pause time.Duration) float64 {
 	ts := slices.Clone(r.served)
 	slices.SortFunc(ts, func(x, y time.Time) int { return x.Compare(y) })
 	n := 0
 	for n < len(ts) && ts[n].Before(t) {
 		n++
 	}
+	from := 0
+	for i := 1; i < n; i++ {
+		if ts[i].Sub(ts[i-1]) > pause {
+			from = i
+		}
+	}
 	best := 0.0
-	for i := range n {
+	for i := from; i < n; i++ {
 		span := t.Sub(ts[i])
 		if span < releaseMinSpan {
 			break
@@ -423,6 +432,13 @@ func (r *release) fit(t time.Time) float64 {
 		best = math.Max(best, (float64(n-i)-r.burst)/span.Seconds())
 	}
 	return best
+}
+
+// releasePause is the longest a scope paced at rate goes between served
+// sends and still counts as sending all along, for a fit: four of its
+// intervals, and releaseStep at least.
+func releasePause(rate float64) time.Duration {
+	return max(releaseStep, time.Duration(4/rate*float64(time.Second)))
 }
 
 // setRate sets the limiter's fill rate, at least adaptiveMinRate.
