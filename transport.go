@@ -341,6 +341,12 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 				return nil, de
 			}
 		}
+		// The limiter times a send by when it went: for a checked one,
+		// once its connection was ready (wire.go).
+		went := sent
+		if check != nil {
+			went = check.went(sent)
+		}
 		c.releaseSlot(resp)
 		// The clock is read again only when a decision needs it: a
 		// delivered response that publishes no quota does without.
@@ -400,7 +406,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 
 		if (v.Class == Deliver || v.Class == Terminal) && !c.transport.heard {
 			c.outAt = time.Time{}
-			c.release(sent, level, c.room)
+			c.release(went, level, c.room)
 			return resp, err // nobody to tell: no decision to make up
 		}
 		d := decision{route: p.name, method: c.req.Method, url: c.req.URL, attempt: attempt, status: c.status, verdict: v, err: err}
@@ -412,7 +418,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		}
 		if v.Class == Deliver || v.Class == Terminal {
 			c.outAt = time.Time{}
-			c.release(sent, level, c.room)
+			c.release(went, level, c.room)
 			d.kind = EventDelivered
 			c.decide(levelFor(v.Class), &d)
 			return resp, err
@@ -426,9 +432,9 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 		if v.Class == Throttled && c.holdIn != "" {
 			// A named limit's throttle (named.go): the scope's pace and
 			// cap are not its.
-			c.local.limiter.release(sent, 0, -1)
+			c.local.limiter.release(went, 0, -1)
 		} else {
-			capped = c.local.limiter.answered(now, sent, level, v.Class == Throttled, hint, c.room)
+			capped = c.local.limiter.answered(now, went, level, v.Class == Throttled, hint, c.room)
 		}
 		if capped && p.maxAttempts > 1 && c.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not

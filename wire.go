@@ -55,6 +55,10 @@ type wireCheck struct {
 
 	mu       sync.Mutex
 	deferred *DeferredError // set when the check deferred the send
+	// wrote is when the check let the send be written: when it went, as
+	// the server sees the order of its scope's sends, which the time it
+	// passed the gate, before dialing, is not. Zero until then.
+	wrote time.Time
 }
 
 // wired returns out to be sent with the wire check, when its scope was
@@ -78,15 +82,27 @@ func (c *call) wired(out *http.Request, attempt int, now time.Time, forming bool
 // http writes the request once GotConn returns, whatever its context.
 func (check *wireCheck) gotConn(info httptrace.GotConnInfo) {
 	c := &check.call
-	_, waited, err := c.awaitHold(check.attempt, false, "wire")
-	if waited && err == nil {
+	wrote, waited, err := c.awaitHold(check.attempt, false, "wire")
+	for waited && err == nil {
 		// Caught by the hold, the send goes as one that waited for it at
 		// the gate: in the scope's pace, not with every other send the
 		// hold caught, all at its end.
-		_, err = c.pace(check.attempt, time.Now())
+		var paced bool
+		paced, err = c.pace(check.attempt, time.Now())
+		wrote = time.Now()
+		if err != nil || !paced || !c.holdEnd(false).After(wrote) {
+			break
+		}
+		// A hold learned while it waited for its token holds it too, as
+		// at the gate: the token goes back, and it takes another after.
+		c.local.limiter.cancel()
+		wrote, waited, err = c.awaitHold(check.attempt, false, "wire")
 	}
 	var de *DeferredError
 	if !errors.As(err, &de) {
+		check.mu.Lock()
+		check.wrote = wrote
+		check.mu.Unlock()
 		return // a context that ends fails the send itself
 	}
 	check.mu.Lock()
@@ -212,6 +228,17 @@ func (check *wireCheck) finish(resp *http.Response, err error) (*http.Response, 
 	}
 	resp.Body = onClose(resp.Body, func() { check.cancel(nil) })
 	return resp, nil
+}
+
+// went returns when the checked send went: when the check let it be
+// written, or sent, when it did not run (no connection was made).
+func (check *wireCheck) went(sent time.Time) time.Time {
+	check.mu.Lock()
+	defer check.mu.Unlock()
+	if check.wrote.After(sent) {
+		return check.wrote
+	}
+	return sent
 }
 
 // onClose returns body, calling f once when it is first closed. A body that

@@ -405,18 +405,27 @@ func TestAnswerCarriesTheRequestSent(t *testing.T) {
 // the first b sends and refuses the next, answered in a millisecond; the
 // rest of the herd dials meanwhile. Written together at the hold's end they would
 // overrun the refilled burst and start another hold; paced, none is
-// refused.
+// refused but the one send past the pace that fits the rate.
 func TestSendsCaughtAtTheWireGoInThePace(t *testing.T) {
 	tests := []struct {
 		herd, burst int
 		hint        int // seconds
+		rounds      int // requests each goroutine sends, one after another
 	}{
-		{16, 4, 1},
-		{24, 6, 2},
-		{12, 2, 1},
+		{16, 4, 1, 1},
+		{24, 6, 2, 1},
+		{12, 2, 1, 1},
+		// Long enough for the pace to fit the rate: the overshoot is a
+		// send caught at the wire, which went after the hold, and the
+		// release fits the rate from it rather than taking it for one of
+		// the first herd's late answers (and then fitting from a second
+		// overshoot, a hold later).
+		{12, 2, 1, 4},
+		{48, 2, 1, 1},
+		{64, 4, 1, 1},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("herd %d, burst %d, hint %ds", tt.herd, tt.burst, tt.hint), func(t *testing.T) {
+		t.Run(fmt.Sprintf("herd %d, burst %d, hint %ds, %d rounds", tt.herd, tt.burst, tt.hint, tt.rounds), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
 				var mu sync.Mutex
@@ -424,7 +433,8 @@ func TestSendsCaughtAtTheWireGoInThePace(t *testing.T) {
 				fill := 4 * float64(tt.burst) // a second
 				var written []time.Time
 				var holdEnd time.Time
-				refusedAfter := 0 // refusals of sends written after the first hold's end
+				var holds [][2]time.Time // each refusal: when the client had it, and the time it gave
+				refusedAfter := 0        // refusals of sends written after the first hold's end
 				arrived := 0
 				rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 					mu.Lock()
@@ -453,6 +463,8 @@ func TestSendsCaughtAtTheWireGoInThePace(t *testing.T) {
 					} else {
 						status = http.StatusTooManyRequests
 						h.Set("Retry-After", strconv.Itoa(tt.hint))
+						told := now.Add(time.Millisecond) // the answer's way back, below
+						holds = append(holds, [2]time.Time{told, told.Add(time.Duration(tt.hint) * time.Second)})
 						if holdEnd.IsZero() {
 							holdEnd = now.Add(time.Duration(tt.hint) * time.Second)
 						} else if !now.Before(holdEnd) {
@@ -467,14 +479,16 @@ func TestSendsCaughtAtTheWireGoInThePace(t *testing.T) {
 				var wg sync.WaitGroup
 				for range tt.herd {
 					wg.Go(func() {
-						req, err := http.NewRequestWithContext(t.Context(), "GET", "https://bucket.test/", nil)
-						if !assert.NoError(t, err) {
-							return
-						}
-						resp, err := tr.RoundTrip(req)
-						if assert.NoError(t, err) {
-							resp.Body.Close()
-							assert.Equal(t, http.StatusOK, resp.StatusCode)
+						for range tt.rounds {
+							req, err := http.NewRequestWithContext(t.Context(), "GET", "https://bucket.test/", nil)
+							if !assert.NoError(t, err) {
+								return
+							}
+							resp, err := tr.RoundTrip(req)
+							if assert.NoError(t, err) {
+								resp.Body.Close()
+								assert.Equal(t, http.StatusOK, resp.StatusCode)
+							}
 						}
 					})
 				}
@@ -490,8 +504,26 @@ func TestSendsCaughtAtTheWireGoInThePace(t *testing.T) {
 						together++
 					}
 				}
+				// The sends caught at the wire count in the release's
+				// episode, and its pace climbs on them: the herd is done
+				// within 1.6× of the first hint and what the bucket then
+				// serves. (Timed by when they passed the gate, before the
+				// hold, they were not the episode's, and the pace past the
+				// burst never climbed: 48 sends at burst 2 took 1.78×.)
+				took := written[len(written)-1].Sub(start)
+				ideal := time.Duration(tt.hint)*time.Second + time.Duration(float64(tt.herd*tt.rounds-tt.burst)/fill*float64(time.Second))
+				t.Logf("last written %v after the start, %.2f× of %v, %d refused after the hold", took, took.Seconds()/ideal.Seconds(), ideal, refusedAfter)
+				assert.LessOrEqual(t, took.Seconds(), 1.6*ideal.Seconds(), "within 1.6× of the hint and the bucket's rate")
 				assert.LessOrEqual(t, together, tt.burst, "at most the burst goes as the hold ends")
-				assert.Zero(t, refusedAfter, "no send refused after the hold")
+				for _, w := range written {
+					for _, h := range holds {
+						assert.False(t, w.After(h[0]) && w.Before(h[1]), "written %v, inside a hold the client had from %v to %v", w.Sub(start), h[0].Sub(start), h[1].Sub(start))
+					}
+				}
+				// The sends caught at the wire are the episode's, timed by
+				// when they went: the release's pace past the burst climbs
+				// on them and overshoots once to fit the rate (release.go).
+				assert.LessOrEqual(t, refusedAfter, 1, "no send refused after the hold but the overshoot that fits the rate")
 
 			})
 		})
