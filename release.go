@@ -149,11 +149,12 @@ func (a *adaptive) begin(now time.Time) {
 		a.setRate(math.Max(rate, 2*r.burst/cycle))
 		// The burst's late sends go at that pace: one the server served
 		// for a token it refilled during the herd would, let go at once,
-		// be refused within the burst, and cost the scope a hint. So does
-		// a token given back: the reopen holds no more. A quarter of the
-		// burst at most: a herd's sends race one another to the server,
-		// so most of the burst may have gone a moment after the refused
-		// send and still reached the server before it.
+		// be refused within the burst, and cost the scope a hint. The
+		// reopen holds no more tokens than it lets go, so that one given
+		// back does not let a late send go at once either. A quarter of
+		// the burst at most: a herd's sends race one another to the
+		// server, so most of the burst may have gone a moment after the
+		// refused send and still reached the server before it.
 		r.let = math.Max(r.burst-math.Min(r.late, math.Ceil(r.burst/releaseLate)), 1)
 		a.capacity = r.let
 	} else {
