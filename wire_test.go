@@ -507,17 +507,22 @@ func TestSendsCaughtAtTheWireGoInThePace(t *testing.T) {
 				// The sends caught at the wire count in the release's
 				// episode, and its pace climbs on them: the herd is done
 				// within 1.6× of the first hint and what the bucket then
-				// serves. (Timed by when they passed the gate, before the
-				// hold, they were not the episode's, and the pace past the
-				// burst never climbed: 48 sends at burst 2 took 1.78×.)
+				// serves, and the hint of the one overshoot allowed above.
+				// (Timed by when they passed the gate, before the hold, they
+				// were not the episode's, and the pace past the burst never
+				// climbed: 48 sends at burst 2 took 1.78×, with none.)
 				took := written[len(written)-1].Sub(start)
 				ideal := time.Duration(tt.hint)*time.Second + time.Duration(float64(tt.herd*tt.rounds-tt.burst)/fill*float64(time.Second))
 				t.Logf("last written %v after the start, %.2f× of %v, %d refused after the hold", took, took.Seconds()/ideal.Seconds(), ideal, refusedAfter)
-				assert.LessOrEqual(t, took.Seconds(), 1.6*ideal.Seconds(), "within 1.6× of the hint and the bucket's rate")
+				overshoot := time.Duration(refusedAfter*tt.hint) * time.Second
+				assert.LessOrEqual(t, took.Seconds(), 1.6*ideal.Seconds()+overshoot.Seconds(), "within 1.6× of the hint and the bucket's rate, and an overshoot's hint")
 				assert.LessOrEqual(t, together, tt.burst, "at most the burst goes as the hold ends")
 				for _, w := range written {
 					for _, h := range holds {
-						assert.False(t, w.After(h[0]) && w.Before(h[1]), "written %v, inside a hold the client had from %v to %v", w.Sub(start), h[0].Sub(start), h[1].Sub(start))
+						// As above, the first herd's sends that dial within its
+						// first 100 ms are not all checked (docs/pacing.md, the
+						// two windows left unchecked).
+						assert.False(t, w.After(h[0]) && w.Before(h[1]) && w.After(start.Add(100*time.Millisecond)), "written %v, inside a hold the client had from %v to %v", w.Sub(start), h[0].Sub(start), h[1].Sub(start))
 					}
 				}
 				// The sends caught at the wire are the episode's, timed by
