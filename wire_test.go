@@ -1,6 +1,7 @@
 package heed_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -164,6 +165,8 @@ type dialingRT struct {
 	dial        func(path string) time.Duration
 	answerAfter func(path string) time.Duration
 	answer      func(path string) (status int, retryAfter string)
+	// hintHeader names the header retryAfter goes in; "": Retry-After.
+	hintHeader string
 
 	mu      sync.Mutex
 	written map[string]time.Time
@@ -210,9 +213,109 @@ func (d *dialingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	status, retryAfter := d.answer(path)
 	h := http.Header{}
 	if retryAfter != "" {
-		h.Set("Retry-After", retryAfter)
+		h.Set(cmp.Or(d.hintHeader, "Retry-After"), retryAfter)
 	}
 	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+}
+
+// TestAHoldLearnedWhileASendWaitsForItsTokenAtTheWireHoldsIt: a send
+// caught at the wire by a hold goes in the scope's pace once the hold
+// ends; a hold learned while it waits for its token there holds it too,
+// and it is not written before that hold's end. In a bubble: a herd's
+// throttle with a hint in milliseconds sets a hold and a pace of one send
+// per hint; queued sends take the first tokens; B, still dialing, is
+// caught by the hold and takes the token after theirs; meanwhile a late
+// answer to a send made before the throttle sets a longer hold, which
+// lowers no pace (it tells of an earlier burst), and covers B's token.
+func TestAHoldLearnedWhileASendWaitsForItsTokenAtTheWireHoldsIt(t *testing.T) {
+	tests := []struct {
+		name   string
+		hint   time.Duration // the herd's throttle, answered at 10 ms: the hold and the pace's interval
+		queued int           // sends queued for the pace before B
+		dial   time.Duration // B's dial, ending inside the first hold
+		late   time.Duration // when the late throttle is answered, while B waits for its token
+		hold   time.Duration // its hint
+	}{
+		{"hint 200ms, 3 queued", 200 * time.Millisecond, 3, 150 * time.Millisecond, 500 * time.Millisecond, 900 * time.Millisecond},
+		{"hint 100ms, 5 queued", 100 * time.Millisecond, 5, 80 * time.Millisecond, 300 * time.Millisecond, 800 * time.Millisecond},
+		{"hint 300ms, 2 queued", 300 * time.Millisecond, 2, 250 * time.Millisecond, 450 * time.Millisecond, 700 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				var lateAt time.Time // when the late throttle was answered
+				rt := &dialingRT{
+					written: map[string]time.Time{}, refused: map[string]bool{},
+					hintHeader: "Retry-After-Ms",
+					dial: func(path string) time.Duration {
+						if path == "/b" {
+							return tt.dial
+						}
+						return 0
+					},
+					answerAfter: func(path string) time.Duration {
+						switch {
+						case path == "/throttled":
+							return 10 * time.Millisecond
+						case path == "/late":
+							return tt.late - time.Since(start)
+						case strings.HasPrefix(path, "/herd"):
+							return 20 * time.Millisecond
+						}
+						return 0
+					},
+					answer: func(path string) (int, string) {
+						switch path {
+						case "/throttled":
+							return http.StatusTooManyRequests, strconv.FormatInt(tt.hint.Milliseconds(), 10)
+						case "/late":
+							lateAt = time.Now()
+							return http.StatusTooManyRequests, strconv.FormatInt(tt.hold.Milliseconds(), 10)
+						}
+						return http.StatusOK, ""
+					},
+				}
+				// Hints in milliseconds are waited as given.
+				tr := heed.New(rt, heed.WithPolicy(heed.Policy{MaxAttempts: 1, MinWait: time.Millisecond}))
+				get := func(path string) {
+					req, err := http.NewRequestWithContext(t.Context(), "GET", "http://api.test"+path, nil)
+					require.NoError(t, err)
+					if resp, err := tr.RoundTrip(req); err == nil {
+						resp.Body.Close()
+					}
+				}
+				var wg sync.WaitGroup
+				// The herd, the late send and B go at once, in that order,
+				// so that B takes the sends in flight to a new high and is
+				// checked at the wire (the first send of a scope is not);
+				// one of the herd is throttled at 10 ms, the others still
+				// in flight.
+				for _, path := range []string{"/throttled", "/herd1", "/herd2", "/herd3", "/late", "/b"} {
+					wg.Go(func() { get(path) })
+					synctest.Wait()
+				}
+				time.Sleep(12 * time.Millisecond)
+				for i := range tt.queued {
+					wg.Go(func() { get("/queued" + strconv.Itoa(i)) })
+				}
+				wg.Wait()
+
+				require.False(t, lateAt.IsZero(), "the late send was throttled")
+				first := start.Add(10*time.Millisecond + tt.hint)
+				holdEnd := lateAt.Add(tt.hold)
+				written, wrote := rt.written["/b"]
+				require.True(t, wrote, "B's send was written")
+				assert.False(t, written.Before(first), "B was caught by the first hold: written %v before its end", first.Sub(written))
+				require.False(t, written.Before(lateAt), "B still waited for its token when the late hold came")
+				assert.False(t, written.Before(holdEnd), "written %v before the end of the hold learned while it waited for its token", holdEnd.Sub(written))
+				for i := range tt.queued {
+					w := rt.written["/queued"+strconv.Itoa(i)]
+					assert.True(t, w.Before(lateAt) || !w.Before(holdEnd), "queued send %d written %v inside the late hold", i, w.Sub(lateAt))
+				}
+			})
+		})
+	}
 }
 
 // TestNoSendWrittenInsideAHoldLearnedElsewhere: a send that passed its
