@@ -249,9 +249,13 @@ func (a *adaptive) pacedShared(now, sent time.Time, level int64, throttled bool,
 // paced is answered's part that sets the pace.
 func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint time.Duration, others, room int64) {
 	// A lone caller, one send at a time, makes no herd: the server's hints
-	// pace it. The limiter starts when a throttle comes while other sends
-	// of the scope are in flight.
-	if !a.enabled && (!throttled || others <= 0) {
+	// pace it. The limiter starts on a throttle of a send that went, or
+	// was answered, while other sends of the scope were in flight: a herd
+	// whose other sends were all answered before the refused one (they
+	// were served first, and the rest of the herd had not sent yet) is a
+	// herd all the same, and its waiters would otherwise go all at once
+	// when the hold ends.
+	if !a.enabled && (!throttled || others <= 0 && level <= 1) {
 		if !throttled && level > 0 && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
 			// Joined before the pace started: served in the first
 			// episode, which the Transport that starts it counts on.

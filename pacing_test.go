@@ -323,6 +323,75 @@ func TestPacingLetsTheHerdsRefillsGoAtThePace(t *testing.T) {
 	}
 }
 
+// TestPacingStartsForAHerdAnsweredBeforeItsRefusal: a herd whose sends
+// were all served and answered before its refused send's answer came back,
+// the rest of it not yet sent, is a herd all the same: the refused send
+// went while others were in flight. The pace starts, and the rest of the
+// herd, held by the hint, goes at the reopen in the pace (the burst at
+// once, then paced), not all at once into a bucket refilled only to its
+// burst: every send of the reopen's first 100 ms is served, and the herd
+// draws no refusal after its first but the one overshoot past the burst
+// that fits the rate.
+func TestPacingStartsForAHerdAnsweredBeforeItsRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		rate         float64
+		burst        int
+		served, late time.Duration // the latency of the first burst's answers, and of the refused send's
+		rest         int           // the herd's sends that go after the refusal's answer
+	}{
+		{100, 10, time.Millisecond, 3 * time.Millisecond, 21},
+		{50, 5, 2 * time.Millisecond, 5 * time.Millisecond, 26},
+		{20, 4, time.Millisecond, 10 * time.Millisecond, 12},
+	} {
+		t.Run(fmt.Sprintf("%g/s burst %d, %d more", tc.rate, tc.burst, tc.rest), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// The first burst + 1 requests go together: burst served and
+				// answered at served, the last refused and answered at late.
+				latencies := make([]time.Duration, tc.burst+1+tc.rest)
+				for i := range latencies {
+					latencies[i] = tc.served
+				}
+				latencies[tc.burst] = tc.late
+				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latencies: latencies, hint: wholeSeconds}
+				client := &http.Client{Transport: heed.New(srv)}
+				get := func() {
+					req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
+					require.NoError(t, err)
+					resp, err := client.Do(req)
+					require.NoError(t, err)
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					assert.Equal(t, http.StatusOK, resp.StatusCode)
+				}
+				var wg sync.WaitGroup
+				for range tc.burst + 1 {
+					wg.Go(get)
+				}
+				time.Sleep(tc.late + time.Millisecond)
+				for range tc.rest {
+					wg.Go(get)
+				}
+				wg.Wait()
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				require.NotEmpty(t, srv.refusals)
+				assert.Zero(t, srv.early, "no send before a time the server gave")
+				reopen := srv.refusals[0].until
+				var herd int
+				for _, a := range srv.decided {
+					if !a.at.Before(reopen) && a.at.Before(reopen.Add(100*time.Millisecond)) {
+						assert.True(t, a.ok, "a send %v after the reopen is refused (%d sent before it)", a.at.Sub(reopen), herd)
+						herd++
+					}
+				}
+				t.Logf("%d sends in the reopen's first 100 ms, %d 429s", herd, srv.refused)
+				assert.GreaterOrEqual(t, herd, tc.burst, "the reopen lets the burst go")
+				assert.LessOrEqual(t, srv.refused, 2, "the first refusal, and at most the one overshoot that fits the rate")
+			})
+		})
+	}
+}
+
 // windowSet is a herd against fixed windows: limit requests a period,
 // total requests from workers goroutines.
 type windowSet struct {
