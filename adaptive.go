@@ -12,13 +12,14 @@ import (
 )
 
 // adaptive is a scope's client-side rate limiter, after the CUBIC-based
-// adaptive mode of the AWS SDKs. It is off until the scope is first
-// throttled while other sends of it are in flight. Then it paces sends with a token bucket whose rate starts at
-// 0.7 × the rate the scope was sending at, and grows back along a cubic
-// curve, past that rate, until the next throttle. Its bucket holds up to a
-// second of sends, so a scope that waited at the gate may send a burst when
-// the gate opens, as a fixed-window server allows, while a token-bucket
-// server, which refills slowly, sees a steady rate and few 429s.
+// adaptive mode of the AWS SDKs. It is off until a send of the scope that
+// was in flight beside others of it is throttled (paced). Then it paces
+// sends with a token bucket whose rate starts at 0.7 × the rate the scope
+// was sending at, and grows back along a cubic curve, past that rate,
+// until the next throttle. Its bucket holds up to a second of sends, so a
+// scope that waited at the gate may send a burst when the gate opens, as a
+// fixed-window server allows, while a token-bucket server, which refills
+// slowly, sees a steady rate and few 429s.
 type adaptive struct {
 	mu sync.Mutex
 
@@ -27,6 +28,9 @@ type adaptive struct {
 
 	sends atomic.Bool  // this Transport has sent in the scope
 	peak  atomic.Int64 // the most of its sends in flight at once, ever: 1, a lone caller
+	// herdAt is when a send of this Transport last went with another in
+	// flight, by mono: a send out then was in a herd
+	herdAt atomic.Int64
 
 	// crowded: a hold of the scope set elsewhere was found while the pace
 	// was this Transport's own. Others send to the limit, so the drain its
@@ -126,6 +130,9 @@ func (a *adaptive) sentAt(now time.Time, at int64) (level int64, rose bool) {
 	before := a.peak.Load()
 	level, gone := a.flight.add()
 	rose = level > 1 && level > before
+	if level > 1 {
+		a.herdAt.Store(at)
+	}
 	a.measure(now, at, gone)
 	a.reached(level)
 	return level, rose
@@ -249,13 +256,15 @@ func (a *adaptive) pacedShared(now, sent time.Time, level int64, throttled bool,
 // paced is answered's part that sets the pace.
 func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint time.Duration, others, room int64) {
 	// A lone caller, one send at a time, makes no herd: the server's hints
-	// pace it. The limiter starts on a throttle of a send that went, or
-	// was answered, while other sends of the scope were in flight: a herd
-	// whose other sends were all answered before the refused one (they
-	// were served first, and the rest of the herd had not sent yet) is a
-	// herd all the same, and its waiters would otherwise go all at once
-	// when the hold ends.
-	if !a.enabled && (!throttled || others <= 0 && level <= 1) {
+	// pace it. The limiter starts on a throttle of a send that was in
+	// flight beside another send of the scope: one still out as it is
+	// answered, one out as it went (its level), or one that went with
+	// another in flight while it was out (herdAt). A herd whose other
+	// sends were all answered before the refused one (they reached the
+	// server first, and the rest of the herd had not sent yet) is a herd
+	// all the same, and its waiters would otherwise go all at once when
+	// the hold ends.
+	if !a.enabled && (!throttled || others <= 0 && level <= 1 && a.herdAt.Load() < mono(sent)) {
 		if !throttled && level > 0 && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
 			// Joined before the pace started: served in the first
 			// episode, which the Transport that starts it counts on.

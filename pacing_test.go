@@ -326,56 +326,30 @@ func TestPacingLetsTheHerdsRefillsGoAtThePace(t *testing.T) {
 // TestPacingStartsForAHerdAnsweredBeforeItsRefusal: a herd whose sends
 // were all served and answered before its refused send's answer came back,
 // the rest of it not yet sent, is a herd all the same: the refused send
-// went while others were in flight. The pace starts, and the rest of the
-// herd, held by the hint, goes at the reopen in the pace (the burst at
-// once, then paced), not all at once into a bucket refilled only to its
-// burst: every send of the reopen's first 100 ms is served, and the herd
-// draws no refusal after its first but the one overshoot past the burst
-// that fits the rate.
+// went while others were in flight, or others went while it was (it went
+// first and reached the server last, as a send whose dial is slow does).
+// The pace starts, and the rest of the herd, held by the hint, goes at
+// the reopen in the pace (the burst at once, then paced), not all at once
+// into a bucket refilled only to its burst: every send of the reopen's
+// first 100 ms is served, and the herd draws no refusal after its first
+// but the one overshoot past the burst that fits the rate.
 func TestPacingStartsForAHerdAnsweredBeforeItsRefusal(t *testing.T) {
 	for _, tc := range []struct {
 		rate         float64
 		burst        int
 		served, late time.Duration // the latency of the first burst's answers, and of the refused send's
 		rest         int           // the herd's sends that go after the refusal's answer
+		first        time.Duration // the refused send goes first, and reaches the server this late; 0: last
 	}{
-		{100, 10, time.Millisecond, 3 * time.Millisecond, 21},
-		{50, 5, 2 * time.Millisecond, 5 * time.Millisecond, 26},
-		{20, 4, time.Millisecond, 10 * time.Millisecond, 12},
+		{100, 10, time.Millisecond, 3 * time.Millisecond, 21, 0},
+		{50, 5, 2 * time.Millisecond, 5 * time.Millisecond, 26, 0},
+		{20, 4, time.Millisecond, 10 * time.Millisecond, 12, 0},
+		{100, 10, time.Millisecond, 3 * time.Millisecond, 21, 5 * time.Millisecond},
+		{50, 5, time.Millisecond, 2 * time.Millisecond, 20, 4 * time.Millisecond},
 	} {
-		t.Run(fmt.Sprintf("%g/s burst %d, %d more", tc.rate, tc.burst, tc.rest), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%g/s burst %d, %d more, first %v", tc.rate, tc.burst, tc.rest, tc.first), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				// The first burst + 1 requests go together: burst served and
-				// answered at served, the last refused and answered at late.
-				latencies := make([]time.Duration, tc.burst+1+tc.rest)
-				for i := range latencies {
-					latencies[i] = tc.served
-				}
-				latencies[tc.burst] = tc.late
-				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latencies: latencies, hint: wholeSeconds}
-				client := &http.Client{Transport: heed.New(srv)}
-				get := func() {
-					req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
-					require.NoError(t, err)
-					resp, err := client.Do(req)
-					require.NoError(t, err)
-					_, _ = io.Copy(io.Discard, resp.Body)
-					_ = resp.Body.Close()
-					assert.Equal(t, http.StatusOK, resp.StatusCode)
-				}
-				var wg sync.WaitGroup
-				for range tc.burst + 1 {
-					wg.Go(get)
-				}
-				time.Sleep(tc.late + time.Millisecond)
-				for range tc.rest {
-					wg.Go(get)
-				}
-				wg.Wait()
-				srv.mu.Lock()
-				defer srv.mu.Unlock()
-				require.NotEmpty(t, srv.refusals)
-				assert.Zero(t, srv.early, "no send before a time the server gave")
+				srv := herdAnsweredFirst(t, tc.rate, tc.burst, tc.served, tc.late, tc.rest, tc.first, wholeSeconds, 0)
 				reopen := srv.refusals[0].until
 				var herd int
 				for _, a := range srv.decided {
@@ -390,6 +364,56 @@ func TestPacingStartsForAHerdAnsweredBeforeItsRefusal(t *testing.T) {
 			})
 		})
 	}
+}
+
+// herdAnsweredFirst sends, through one Transport with policy's MinWait,
+// burst + 1 requests together to a token bucket of rate and burst, whose
+// burst sends are answered after served and whose refused send after late,
+// then rest more once that refusal is answered, each GET served in the
+// end; with first, the refused send goes first and reaches the server
+// first later. It returns the server, with at least one refusal.
+func herdAnsweredFirst(t *testing.T, rate float64, burst int, served, late time.Duration, rest int, first time.Duration, hint func(time.Duration) http.Header, minWait time.Duration) *limitServer {
+	t.Helper()
+	latencies := make([]time.Duration, burst+1+rest)
+	for i := range latencies {
+		latencies[i] = served
+	}
+	latencies[burst] = late
+	srv := &limitServer{lim: newTokenBucket(rate, burst), latencies: latencies, hint: hint}
+	var n atomic.Int64
+	slow := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if n.Add(1) == 1 {
+			time.Sleep(first)
+		}
+		return srv.RoundTrip(r)
+	})
+	client := &http.Client{Transport: heed.New(slow, heed.WithPolicy(heed.Policy{MinWait: minWait}))}
+	get := func() {
+		req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	var wg sync.WaitGroup
+	for range burst + 1 {
+		wg.Go(get)
+		if first > 0 {
+			synctest.Wait() // in turn: the first is out before the others go
+		}
+	}
+	time.Sleep(first + late + time.Millisecond)
+	for range rest {
+		wg.Go(get)
+	}
+	wg.Wait()
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	require.NotEmpty(t, srv.refusals)
+	assert.Zero(t, srv.early, "no send before a time the server gave")
+	return srv
 }
 
 // windowSet is a herd against fixed windows: limit requests a period,

@@ -30,7 +30,7 @@ import (
 // quiet ones and 1,024 forgotten ones for reuse (scope.go); one in five of
 // the rotating hosts is throttled, so that all of these are full within
 // the middle third of the run, and the heap of a Transport that forgets
-// levels off there while one that does not grows by half again.
+// levels off there while one that does not grows on through the last.
 var soakMemory = flag.Bool("soak-memory", false, "run the memory soak for 120 s, not 6 s")
 
 // soakHost answers by host: a hot host ("hot…") now and then a 429 with
@@ -60,7 +60,9 @@ func soakHost(w http.ResponseWriter, r *http.Request, n int64) {
 }
 
 // TestSoakMemoryLevelsOff: through the memory soak, every call is served,
-// deferred, or ended by its own deadline during a send; in the long form
+// deferred, handed back its last 429 once its attempts or the retry
+// budget were spent, or ended by its own deadline during a send; in the
+// long form
 // the heap in use sampled in the run's last third stays within 1.25× of
 // its most in the middle third (it levels off: scopes are forgotten as
 // fast as they come); and no connection stays open.
@@ -101,23 +103,28 @@ func TestSoakMemoryLevelsOff(t *testing.T) {
 	client := &http.Client{Transport: tr}
 
 	const rotating = 100000
-	var next, calls, served, deferred, ended atomic.Int64
+	var next, calls, served, deferred, ended, returned atomic.Int64
 	var failures sync.Map
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), length)
 	defer cancel()
-	var samples []uint64 // heap in use, after a collection, each 1/15 of the run
+	// The heap in use, after a collection, at each fifteenth of the run,
+	// the last at its end: always fifteen, so that each third holds the
+	// same five.
+	const sampled = 15
+	var samples []uint64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(length / 15)
-		defer tick.Stop()
-		for {
+		for i := 1; i <= sampled; i++ {
+			wait := time.NewTimer(time.Until(start.Add(time.Duration(i) * length / sampled)))
 			select {
-			case <-ctx.Done():
+			case <-t.Context().Done():
+				wait.Stop()
 				return
-			case <-tick.C:
-				samples = append(samples, heapInUse())
+			case <-wait.C:
 			}
+			samples = append(samples, heapInUse())
 		}
 	}()
 	var wg sync.WaitGroup
@@ -158,6 +165,13 @@ func TestSoakMemoryLevelsOff(t *testing.T) {
 					resp.Body.Close()
 					if resp.StatusCode == http.StatusOK {
 						served.Add(1)
+					} else {
+						// Its last answer, handed back once its attempts
+						// or the retry budget were spent.
+						returned.Add(1)
+						if resp.StatusCode != http.StatusTooManyRequests {
+							failures.Store("answered "+resp.Status, true)
+						}
 					}
 				}
 				stop()
@@ -179,10 +193,10 @@ func TestSoakMemoryLevelsOff(t *testing.T) {
 			middle = max(middle, s)
 		}
 	}
-	t.Logf("%v: %d calls (%d served, %d deferred, %d ended by their deadline in a send), %d requests, %d hosts; heap in use, MiB: %s",
-		length, calls.Load(), served.Load(), deferred.Load(), ended.Load(), hits.Load(), min(next.Load(), rotating+4), mib(samples))
+	t.Logf("%v: %d calls (%d served, %d deferred, %d handed back their last 429, %d ended by their deadline in a send), %d requests, %d hosts; heap in use, MiB: %s",
+		length, calls.Load(), served.Load(), deferred.Load(), returned.Load(), ended.Load(), hits.Load(), min(next.Load(), rotating+4), mib(samples))
 	failures.Range(func(k, _ any) bool { t.Errorf("a call failed: %v", k); return true })
-	require.GreaterOrEqual(t, len(samples), 9, "the heap was sampled through the run")
+	require.Len(t, samples, sampled, "the heap was sampled through the run")
 	if !*soakMemory {
 		// Shorter than the minute a throttled scope is kept: the heap
 		// still grows with them, within a bound.

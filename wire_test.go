@@ -310,7 +310,8 @@ func TestAHoldLearnedWhileASendWaitsForItsTokenAtTheWireHoldsIt(t *testing.T) {
 				require.False(t, written.Before(lateAt), "B still waited for its token when the late hold came")
 				assert.False(t, written.Before(holdEnd), "written %v before the end of the hold learned while it waited for its token", holdEnd.Sub(written))
 				for i := range tt.queued {
-					w := rt.written["/queued"+strconv.Itoa(i)]
+					w, ok := rt.written["/queued"+strconv.Itoa(i)]
+					require.True(t, ok, "queued send %d was written", i)
 					assert.True(t, w.Before(lateAt) || !w.Before(holdEnd), "queued send %d written %v inside the late hold", i, w.Sub(lateAt))
 				}
 			})
