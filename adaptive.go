@@ -263,7 +263,9 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	// sends were all answered before the refused one (they reached the
 	// server first, and the rest of the herd had not sent yet) is a herd
 	// all the same, and its waiters would otherwise go all at once when
-	// the hold ends.
+	// the hold ends. (A refusal with no hint answered when no other send
+	// is out is not the learned cap's, which answered leaves to refusals
+	// with others in flight: it starts the rate's pace here.)
 	if !a.enabled && (!throttled || others <= 0 && level <= 1 && a.herdAt.Load() < mono(sent)) {
 		if !throttled && level > 0 && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
 			// Joined before the pace started: served in the first
