@@ -279,17 +279,14 @@ func TestZooWithoutNginxSaysSo(t *testing.T) {
 // zooBound is heed's bound on a zoo set's wall time, as a multiple of its
 // ideal: 2× where the server rounds its hint up to whole seconds on a limit
 // that refills in milliseconds (every refusal then costs a second that no
-// client honouring it may use), 1.5× elsewhere; 0 where the figure is
-// logged, not asserted (a gap docs/pacing.md and bench/RESULTS.md name).
-func zooBound(z *zooScenario, set zooSet) float64 {
-	switch {
-	case z.name == "zoo-nginx-429" || z.name == "zoo-bucket-seconds":
+// client honouring it may use), 1.5× elsewhere. (zoo-httprate at 20 a
+// second took 1.81× in 2 of 44 heed-only runs at 4d8c1cb and the commit
+// before, bench/RESULTS.md says how; a set over its bound runs once more.)
+func zooBound(z *zooScenario) float64 {
+	if z.name == "zoo-nginx-429" || z.name == "zoo-bucket-seconds" {
 		return 2
-	case z.name == "zoo-httprate" && set.limit.(httprateLimit).limit == 20:
-		return 0 // 1.10 to 1.63× from run to run: over 1.5× twice in a row at c85972a
-	default:
-		return 1.5
 	}
+	return 1.5
 }
 
 // TestZooHeedMeetsTheBounds runs every set of every zoo scenario for heed
@@ -317,19 +314,19 @@ func TestZooHeedMeetsTheBounds(t *testing.T) {
 		func() {
 			for _, set := range z.sets {
 				t.Run(fmt.Sprintf("%s/%s", z.name, set.limit), func(t *testing.T) {
-					bound := zooBound(z, set)
+					bound := zooBound(z)
 					var r zooRun
 					for try := 1; try <= 2; try++ {
 						r = zooOnce(set, heed, herdCap)
 						require.NoError(t, r.err)
 						t.Logf("run %d: %s, ideal %s (%.2f×; bound %g×), %d received, %d refused, %d failed %v",
 							try, dur(r.wall), dur(r.ideal), float64(r.wall)/float64(r.ideal), bound, r.received, r.refused, r.failed, r.why)
-						if bound == 0 || raceEnabled || float64(r.wall) <= bound*float64(r.ideal) {
+						if raceEnabled || float64(r.wall) <= bound*float64(r.ideal) {
 							break
 						}
 					}
 					assert.Zero(t, r.failed, "no request fails")
-					if bound > 0 && !raceEnabled {
+					if !raceEnabled {
 						assert.LessOrEqual(t, float64(r.wall), bound*float64(r.ideal), "within %g× the ideal", bound)
 					}
 				})
