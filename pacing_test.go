@@ -366,6 +366,34 @@ func TestPacingStartsForAHerdAnsweredBeforeItsRefusal(t *testing.T) {
 	}
 }
 
+// TestPacingStartsForAHerdAnsweredBeforeItsRefusalWithNoHint: the same
+// herds, refused with no hint at all (nginx's default 503 is one), where
+// the adaptive limiter's cubic rate paces and each refused request backs
+// off: the pace starts, and the rest of the herd goes in it rather than
+// at once, so it draws few refusals past its first, at most half the
+// burst (the code before drew 24 to 51 in these sets).
+func TestPacingStartsForAHerdAnsweredBeforeItsRefusalWithNoHint(t *testing.T) {
+	none := func(time.Duration) http.Header { return http.Header{} }
+	for _, tc := range []struct {
+		rate        float64
+		burst, rest int
+		first       time.Duration // as in TestPacingStartsForAHerdAnsweredBeforeItsRefusal
+	}{
+		{100, 10, 21, 0},
+		{50, 5, 26, 0},
+		{20, 4, 12, 0},
+		{100, 10, 21, 5 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("%g/s burst %d, %d more, first %v", tc.rate, tc.burst, tc.rest, tc.first), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := herdAnsweredFirst(t, tc.rate, tc.burst, time.Millisecond, 3*time.Millisecond, tc.rest, tc.first, none, 0)
+				t.Logf("%d refusals", srv.refused)
+				assert.LessOrEqual(t, srv.refused, 1+tc.burst/2, "the first refusal, and at most half the burst after it")
+			})
+		})
+	}
+}
+
 // herdAnsweredFirst sends, through one Transport with policy's MinWait,
 // burst + 1 requests together to a token bucket of rate and burst, whose
 // burst sends are answered after served and whose refused send after late,
