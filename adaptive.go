@@ -46,6 +46,11 @@ type adaptive struct {
 	// it, once joined (pace.go); nil: the pace is this Transport's alone.
 	shared *sharedPace
 	joined bool
+	// awaiting: a hold found elsewhere found no pace started in the gate,
+	// the Transport refused having not yet written it, so the first send
+	// from awaitFrom, the hold's end, asks to join it again (reserve).
+	awaiting  atomic.Bool
+	awaitFrom time.Time
 	// downUntil: the gate's last pace call failed, and this copy paces
 	// until then; zero: the gate's answers
 	downUntil time.Time
@@ -388,6 +393,15 @@ func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 		a.join(now, hint, !teaches)
 		if a.joined && a.downUntil.IsZero() {
 			return // the gate's pace has it
+		}
+		if !teaches && a.downUntil.IsZero() {
+			// No pace in the gate yet: the Transport whose send was
+			// refused sets the hold first and the pace a round trip
+			// later. Its sends then wait out the hold alone, and would
+			// go at its end all at once, on top of the burst the pace
+			// lets go; the first of them asks again (reserve).
+			a.awaitFrom = now.Add(hint)
+			a.awaiting.Store(true)
 		}
 	}
 	if !teaches {

@@ -870,6 +870,100 @@ func TestPacingAFleetSharesTheRate(t *testing.T) {
 	}
 }
 
+// latePace orders a fleet's pace calls for one scope, as a refused
+// process slower to write the pace than another is to read it does: the
+// calls of the Transports that are not late reach the shared gate only once
+// the late one's first call has (read), and the first of them closes
+// called.
+type latePace struct {
+	heed.QuotaGate
+	pace  heed.PaceGate
+	scope string
+	late  bool
+	phase *pacePhase
+}
+
+// pacePhase is what the Transports of one latePace fleet share.
+type pacePhase struct {
+	called, read         chan struct{}
+	calledOnce, readOnce sync.Once
+}
+
+func (g latePace) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
+	if !strings.Contains(scope, g.scope) {
+		return g.pace.Pace(ctx, scope, update)
+	}
+	if g.late {
+		defer g.phase.readOnce.Do(func() { close(g.phase.read) })
+		return g.pace.Pace(ctx, scope, update)
+	}
+	g.phase.calledOnce.Do(func() { close(g.phase.called) })
+	<-g.phase.read
+	return g.pace.Pace(ctx, scope, update)
+}
+
+// TestPacingAFleetLateJoinerGoesInThePace: a Transport of a fleet that
+// finds the first hold before the Transport refused has written the pace
+// (latePace) joins the pace at the hold's end, so that its waiting sends
+// go in the fleet's pace, not all at once on top of the burst the pace
+// lets go at the reopen. The late one starts its goroutines once the first
+// refusal is being answered. None of the sends of the first 100 ms after
+// the first hold's end is refused, and once a refusal has reached a
+// client, the fleet draws two at most: one to fit the rate, one probe.
+func TestPacingAFleetLateJoinerGoesInThePace(t *testing.T) {
+	for _, tc := range []struct {
+		rate                  float64
+		burst                 int
+		total, procs, workers int
+	}{
+		{50, 11, 300, 4, 4},
+		{20, 6, 150, 4, 4},
+		{100, 21, 500, 3, 8},
+		{50, 6, 300, 6, 2},
+	} {
+		t.Run(fmt.Sprintf("%g/s burst %d, %d×%d", tc.rate, tc.burst, tc.procs, tc.workers), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: 2 * time.Millisecond, hint: oneSecond}
+				g := heed.NewGate()
+				phase := &pacePhase{called: make(chan struct{}), read: make(chan struct{})}
+				var next, failed atomic.Int64
+				var wg sync.WaitGroup
+				for i := range tc.procs {
+					late := i == tc.procs-1
+					if late {
+						<-phase.called // the gate holds the scope; its pace is to come
+					}
+					gate := latePace{g.(heed.QuotaGate), g.(heed.PaceGate), "api.test", late, phase}
+					client := &http.Client{Transport: heed.New(srv, heed.WithGate(gate), heed.WithPolicy(heed.Policy{MaxAttempts: 50}))}
+					for range tc.workers {
+						wg.Go(func() { sendEach(t, client, &next, &failed, tc.total) })
+					}
+				}
+				wg.Wait()
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				assert.Zero(t, failed.Load(), "no request fails")
+				assert.Equal(t, tc.total, srv.served)
+				assert.Zero(t, srv.early, "no send before a time the server gave")
+				reopen := srv.refusals[0].until
+				var let, refused int
+				for _, d := range srv.decided {
+					if !d.at.Before(reopen) && d.at.Before(reopen.Add(100*time.Millisecond)) {
+						let++
+						if !d.ok {
+							refused++
+						}
+					}
+				}
+				t.Logf("%d 429s, %d after the first reached a client; the reopen's first 100 ms: %d sends, %d refused", srv.refused, srv.after, let, refused)
+				assert.Positive(t, let, "the reopen lets sends go")
+				assert.Zero(t, refused, "the reopen's first sends are all served")
+				assert.LessOrEqual(t, srv.after, 2, "once a first refusal reached a client, one to fit the rate, and one probe at most")
+			})
+		})
+	}
+}
+
 // TestPacingAFleetKeepsAWindowWhole: Transports sharing one gate against
 // fixed windows that answer with their end in whole seconds do as well
 // together as one Transport with as many goroutines does alone, within

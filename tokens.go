@@ -15,11 +15,20 @@ import (
 // rate that climbs meanwhile brings its token sooner; one that does not
 // go after all gives its token back with cancel.
 func (a *adaptive) reserve(now time.Time) (token, time.Duration) {
-	if !a.active.Load() {
+	// awaiting first: a join sets active before it clears awaiting, so a
+	// send that finds awaiting clear finds active set if it joined.
+	if !a.awaiting.Load() && !a.active.Load() {
 		return token{}, 0 // neither on nor joined: take would give no wait
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.awaiting.Load() && !now.Before(a.awaitFrom) {
+		// The first send at or after the end of a hold found elsewhere,
+		// when the gate had no pace yet: the gate's pace, started since,
+		// is joined, and this send takes a token in it. Asked once.
+		a.join(now, 0, true)
+		a.awaiting.Store(false)
+	}
 	var k float64
 	var wait time.Duration
 	if !a.sharing() {
