@@ -48,7 +48,8 @@ type adaptive struct {
 	joined bool
 	// awaiting: a hold found elsewhere found no pace started in the gate,
 	// the Transport refused having not yet written it, so the first send
-	// from awaitFrom, the hold's end, asks to join it again (reserve).
+	// from awaitFrom, the hold's end, asks to join it again, within
+	// paceHintLimit of it (reserve).
 	awaiting  atomic.Bool
 	awaitFrom time.Time
 	// downUntil: the gate's last pace call failed, and this copy paces
@@ -390,18 +391,18 @@ func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 		// however little is left of it, and before this Transport has
 		// sent: its sends then go at the reopen in the fleet's pace,
 		// not at once on top of the burst the pace lets go.
-		a.join(now, hint, !teaches)
-		if a.joined && a.downUntil.IsZero() {
-			return // the gate's pace has it
-		}
-		if !teaches && a.downUntil.IsZero() {
-			// No pace in the gate yet: the Transport whose send was
-			// refused sets the hold first and the pace a round trip
-			// later. Its sends then wait out the hold alone, and would
-			// go at its end all at once, on top of the burst the pace
-			// lets go; the first of them asks again (reserve).
+		if a.join(now, hint, !teaches) && hint >= elsewhereHintLimit {
+			// No pace in the gate yet, for a hold long enough to start
+			// one: the Transport whose send was refused sets the hold
+			// first and the pace a round trip later. This one's sends
+			// then wait out the hold alone, and would go at its end all
+			// at once, on top of the burst the pace lets go; the first
+			// of them asks again (reserve).
 			a.awaitFrom = now.Add(hint)
 			a.awaiting.Store(true)
+		}
+		if a.joined && a.downUntil.IsZero() {
+			return // the gate's pace has it
 		}
 	}
 	if !teaches {

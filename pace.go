@@ -51,15 +51,17 @@ const paceRetry = time.Second
 // found elsewhere, of length hint. The gate's pace, if it has one, replaces
 // this Transport's; without one, this Transport's becomes the gate's. The
 // sends this Transport had served are added to the first episode's, the
-// burst the server took at once: those that went in the episode, while it
-// lasts (until its first reopen), or, before the pace has started, those
+// burst the server took at once: those that went in the episode, or within
+// hint before its refusal, while it lasts (until its first reopen), or,
+// before the pace has started, those
 // that went within hint before now, which whichever Transport starts it
 // keeps if it starts within a hint. Sends waiting on this Transport's
 // tokens take as many of the gate's. With paced, it joins only a pace the
-// gate has started, and writes nothing otherwise.
-func (a *adaptive) join(now time.Time, hint time.Duration, paced bool) {
+// gate has started, and writes nothing otherwise; it then reports whether
+// the gate answered with none started.
+func (a *adaptive) join(now time.Time, hint time.Duration, paced bool) bool {
 	if a.shared == nil || a.joined || (!a.downUntil.IsZero() && now.Before(a.downUntil)) {
-		return
+		return false
 	}
 	own := a.paceState
 	own.rel.served = slices.Clone(own.rel.served)
@@ -96,7 +98,14 @@ func (a *adaptive) join(now time.Time, hint time.Duration, paced bool) {
 			if to.IsZero() {
 				to = now
 			}
-			a.rel.epServed += a.servedIn(a.rel.epStart, to)
+			// From a hint before the refusal at least: the episode's
+			// start is the refused Transport's, no earlier than its own
+			// first send, and this one's may have gone before that.
+			from := a.rel.epStart
+			if h := to.Add(-hint); h.Before(from) {
+				from = h
+			}
+			a.rel.epServed += a.servedIn(from, to)
 		}
 		return a.paceState.encode()
 	})
@@ -104,19 +113,20 @@ func (a *adaptive) join(now time.Time, hint time.Duration, paced bool) {
 		// Nothing to join, or no telling: this Transport paces alone as
 		// it did, and a throttle of its own may join the pace later.
 		a.paceState = own
-		return
+		return declined && err == nil
 	}
 	if err != nil {
 		// Not joined: this Transport paces alone, and asks again at its
 		// next throttle or hold found elsewhere, a paceRetry on.
 		a.paceState = own
 		a.downUntil = time.Now().Add(paceRetry)
-		return
+		return false
 	}
 	a.joined, a.downUntil = true, time.Time{}
 	a.gen, a.shift = a.gen+1, shift
 	// Every answer of a joined Transport is the gate's to count.
 	a.active.Store(true)
+	return false
 }
 
 // through runs f on the gate's pace, read afresh, and writes it back if

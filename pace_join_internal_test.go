@@ -291,3 +291,76 @@ func TestAFailedLateJoinLeavesThePaceAlone(t *testing.T) {
 		})
 	}
 }
+
+// countGate counts its pace calls, and fails them while fail is set.
+type countGate struct {
+	*memGate
+	calls int
+	fail  bool
+}
+
+func (g *countGate) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
+	g.calls++
+	if g.fail {
+		return errors.New("pace store down")
+	}
+	return g.memGate.Pace(ctx, scope, update)
+}
+
+// TestAHoldFoundBeforeThePaceIsAskedAgainOnce: a Transport that finds a
+// hold long enough to start a pace, with none in the gate yet, asks the
+// gate once more at the first send from the hold's end, and joins the pace
+// if one has started since. A short hold, which starts no pace, a gate
+// that failed, and a send long after the hold's end ask nothing more.
+func TestAHoldFoundBeforeThePaceIsAskedAgainOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		hint     time.Duration
+		fail     bool
+		started  bool          // another Transport starts the pace during the hold
+		after    time.Duration // the first send, after the hold's end
+		awaiting bool          // asks again at the hold's end
+		joined   bool
+	}{
+		{"a pace started during the hold", time.Second, false, true, 0, true, true},
+		{"a pace started, the send a moment after the hold", 2 * time.Second, false, true, 20 * time.Millisecond, true, true},
+		{"no pace started", time.Second, false, false, 0, true, false},
+		{"a short hold", 300 * time.Millisecond, false, false, 0, false, false},
+		{"the gate down", time.Second, true, true, 0, false, false},
+		{"the send long after the hold", time.Second, false, true, 2 * time.Second, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := NewGate().(*memGate)
+				g := &countGate{memGate: mem, fail: tc.fail}
+				b := &adaptive{shared: &sharedPace{gate: g, scope: "s"}}
+				start := time.Now()
+				b.heldElsewhere(start, tc.hint, false)
+				assert.Equal(t, tc.awaiting, b.awaiting.Load(), "asks again")
+				if tc.started {
+					a := &adaptive{shared: &sharedPace{gate: mem, scope: "s"}}
+					s := time.Now()
+					a.sent(s)
+					a.sent(s)
+					time.Sleep(2 * time.Millisecond)
+					a.answered(time.Now(), s, 2, true, tc.hint, -1)
+					assert.True(t, a.joined, "the refused Transport starts the gate's pace")
+				}
+				g.fail = false
+				time.Sleep(time.Until(start.Add(tc.hint + tc.after)))
+				calls := g.calls
+				b.reserve(time.Now())
+				asked := 0
+				if tc.awaiting && tc.after < paceHintLimit {
+					asked = 1 // the second look
+				}
+				if tc.joined {
+					asked++ // and the send's token, in the gate's pace
+				}
+				assert.Equal(t, asked, g.calls-calls, "pace calls at the send")
+				assert.Equal(t, tc.joined, b.joined)
+				assert.False(t, b.awaiting.Load(), "asked once")
+			})
+		})
+	}
+}

@@ -25,8 +25,11 @@ func (a *adaptive) reserve(now time.Time) (token, time.Duration) {
 	if a.awaiting.Load() && !now.Before(a.awaitFrom) {
 		// The first send at or after the end of a hold found elsewhere,
 		// when the gate had no pace yet: the gate's pace, started since,
-		// is joined, and this send takes a token in it. Asked once.
-		a.join(now, 0, true)
+		// is joined, and this send takes a token in it. Asked once, and
+		// not by a send long after that hold's end.
+		if now.Before(a.awaitFrom.Add(paceHintLimit)) {
+			a.join(now, 0, true)
+		}
 		a.awaiting.Store(false)
 	}
 	var k float64
