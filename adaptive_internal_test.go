@@ -202,64 +202,6 @@ func TestReleaseFit(t *testing.T) {
 	}
 }
 
-// TestReleaseFitsTheWholeRamp: an unfitted episode's pace doubles every
-// releaseStep, so its early sends went as far apart as the rate it began
-// with. A gap between them a little over four intervals of the rate it
-// reached is no pause, and the fit spans the whole ramp, burst included;
-// a silence longer than four intervals of the rate it began with still is
-// one. (Read as a pause, a ramp from 10/s to 40/s with sends a percent
-// late fit 6.6/s against a bucket of 20/s, in the bench's fleet.)
-func TestReleaseFitsTheWholeRamp(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	for _, tc := range []struct {
-		name    string
-		start   float64       // the ramp's first rate; it doubles twice
-		burst   int           // let go at t0
-		silence time.Duration // before the last step's sends: the fit is 0
-	}{
-		{"10/s to 40/s", 10, 5, 0},
-		{"8/s to 32/s", 8, 6, 0},
-		{"5/s to 20/s", 5, 5, 0},
-		{"2.5/s to 10/s", 2.5, 4, 0},
-		{"10/s to 40/s, a silence", 10, 5, 2 * time.Second},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var served []time.Time
-			for range tc.burst {
-				served = append(served, t0)
-			}
-			at, rate := t0, tc.start
-			var step time.Time
-			for k := range 3 {
-				if k > 0 {
-					step = at // doubled
-				}
-				if k == 2 {
-					at = at.Add(tc.silence)
-				}
-				for range 4 {
-					// a percent later than the pace: a gap of a little
-					// over four intervals of the rate the ramp ends at
-					at = at.Add(time.Duration(1.01 / rate * float64(time.Second)))
-					served = append(served, at)
-				}
-				if k < 2 {
-					rate *= 2
-				}
-			}
-			end := at.Add(time.Millisecond) // the refused send
-			r := release{burst: float64(tc.burst), let: float64(tc.burst), served: served, epStart: t0, step: step}
-			fit := r.fit(end, releasePause(r.rampFloor(rate)))
-			want := 0.0
-			if tc.silence == 0 {
-				want = r.fit(end, time.Hour) // no gap a pause
-				require.Positive(t, want)
-			}
-			assert.InDelta(t, want, fit, 0.02*want+0.01, "the fit over the ramp: %.1f/s, %.1f/s with no gap a pause", fit, want)
-		})
-	}
-}
-
 // TestAdaptiveCutsFromWhatWasServed: refusals with no hint that the rate
 // takes (not the learned cap's), each of a send made after the last, cut
 // the pace from what the server served in the last second, not each from

@@ -272,7 +272,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		}
 		a.setRate(2 * served / cycle)
 		a.provisional = a.fillRate
-	} else if fit := r.fit(sent, releasePause(r.rampFloor(a.fillRate))); fit > 0 {
+	} else if fit := r.fit(sent, releasePause(a.fillRate)); fit > 0 {
 		r.fitted, r.fitAt, r.window = true, now, false
 		r.fitRate = math.Max(releaseMargin*fit, longRun)
 		a.setRate(r.fitRate)
@@ -433,26 +433,6 @@ func (r *release) fit(t time.Time, pause time.Duration) float64 {
 		best = math.Max(best, (float64(n-i)-r.burst)/span.Seconds())
 	}
 	return best
-}
-
-// rampFloor returns the least rate the episode can have been paced at,
-// now at rate: while unfitted, the rate doubles at most once a releaseStep
-// and once every releaseStepSends paced sends served (releaseServed), the
-// last time at step, so the episode's early sends went as far apart as the
-// rate it began with, not the rate it reached. A gap between them is no
-// pause.
-func (r *release) rampFloor(rate float64) float64 {
-	if r.fitted {
-		return rate // a fitted rate does not ramp
-	}
-	paced := -r.let // past the burst let go at once
-	for _, s := range r.served {
-		if !s.Before(r.epStart) && !s.After(r.step) {
-			paced++
-		}
-	}
-	n := min(int(r.step.Sub(r.epStart)/releaseStep), int(paced)/releaseStepSends)
-	return rate / math.Pow(2, float64(min(max(n, 0), 30)))
 }
 
 // releasePause is the longest a scope paced at rate goes between served
