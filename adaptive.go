@@ -31,6 +31,11 @@ type adaptive struct {
 	// herdAt is when a send of this Transport last went with another in
 	// flight, by mono: a send out then was in a herd
 	herdAt atomic.Int64
+	// queued counts this Transport's sends waiting at the gate for the
+	// scope's other sends in flight to be answered (redisgate's first
+	// contact): they are a herd, whose sends the gate lets go a few at a
+	// time.
+	queued atomic.Int64
 
 	// crowded: a hold of the scope set elsewhere was found while the pace
 	// was this Transport's own. Others send to the limit, so the drain its
@@ -144,6 +149,16 @@ func (a *adaptive) sentAt(now time.Time, at int64) (level int64, rose bool) {
 	return level, rose
 }
 
+// queue records a send waiting at now for the gate to admit it while the
+// scope's other sends are in flight (d 1), or done waiting (d -1). A send
+// that waits so makes the scope's sends a herd: two at once, at least.
+func (a *adaptive) queue(now time.Time, d int64) {
+	if a.queued.Add(d) > 0 && d > 0 {
+		a.herdAt.Store(mono(now))
+		a.reached(2)
+	}
+}
+
 // adopted counts in flight a calm call's send (calm.go), made or to be
 // made before the scope was registered.
 func (a *adaptive) adopted() { a.reached(a.flight.out()) }
@@ -243,7 +258,7 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	if !throttled && level > 0 {
 		a.served(sent)
 	}
-	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.peak.Load() > 1) {
+	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.peak.Load() > 1 || a.queued.Load() > 0) {
 		a.join(now, hint, false)
 	}
 	if !a.sharing() {
@@ -269,10 +284,11 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	// sends were all answered before the refused one (they reached the
 	// server first, and the rest of the herd had not sent yet) is a herd
 	// all the same, and its waiters would otherwise go all at once when
-	// the hold ends. (A refusal with no hint answered when no other send
+	// the hold ends; so is one whose other sends wait at the gate for
+	// the scope's sends in flight (queued). (A refusal with no hint answered when no other send
 	// is out is not the learned cap's, which answered leaves to refusals
 	// with others in flight: it starts the rate's pace here.)
-	if !a.enabled && (!throttled || others <= 0 && level <= 1 && a.herdAt.Load() < mono(sent)) {
+	if !a.enabled && (!throttled || others <= 0 && level <= 1 && a.herdAt.Load() < mono(sent) && a.queued.Load() == 0) {
 		if !throttled && level > 0 && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
 			// Joined before the pace started: served in the first
 			// episode, which the Transport that starts it counts on.

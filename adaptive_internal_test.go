@@ -1,6 +1,7 @@
 package heed
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -110,6 +111,47 @@ func TestAdaptiveLeavesALoneCallerToTheHints(t *testing.T) {
 	})
 }
 
+// TestAdaptiveCountsSendsQueuedAtTheGateAsAHerd: a send alone in flight,
+// refused with a hint of a second or more, while others of the
+// Transport wait at the gate for the scope's sends in flight (redisgate's
+// first contact), is a herd's: the release starts, and its waiters are
+// paced at the reopen, not let go at once. Done waiting, it is alone again.
+func TestAdaptiveCountsSendsQueuedAtTheGateAsAHerd(t *testing.T) {
+	tests := []struct {
+		name   string
+		queued int64
+		hint   time.Duration
+		want   bool
+	}{
+		{"none queued", 0, time.Second, false},
+		{"one queued", 1, time.Second, true},
+		{"three queued", 3, time.Second, true},
+		{"three queued, a 2 s hint", 3, 2 * time.Second, true},
+		{"queued, then done", -1, time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				if tt.queued < 0 {
+					a.queue(time.Now(), 1)
+					a.queue(time.Now(), -1)
+					time.Sleep(time.Millisecond) // the herd was before the send
+				}
+				for range tt.queued {
+					a.queue(time.Now(), 1)
+				}
+				sent := time.Now()
+				assert.Zero(t, a.waitAndSend(sent))
+				time.Sleep(time.Millisecond)
+				a.answered(time.Now(), sent, 1, true, tt.hint, -1)
+				assert.Equal(t, tt.want, a.enabled)
+				assert.Equal(t, tt.want, a.active.Load())
+			})
+		})
+	}
+}
+
 // The tests give answered a level of 0, a send whose level is not known,
 // which the learned cap (concurrency.go) leaves to the rate.
 
@@ -198,6 +240,64 @@ func TestReleaseFit(t *testing.T) {
 				pace = 40
 			}
 			assert.InDelta(t, tc.fit, r.fit(t0.Add(tc.end), releasePause(pace)), 0.1*tc.fit+0.01)
+		})
+	}
+}
+
+// TestReleaseFitsTheWholeRamp: an unfitted episode's pace doubles every
+// releaseStep, so its early sends went as far apart as the rate it began
+// with. A gap between them a little over four intervals of the rate it
+// reached is no pause, and the fit spans the whole ramp, burst included;
+// a silence longer than four intervals of the rate it began with still is
+// one. (Read as a pause, a ramp from 10/s to 40/s with sends a percent
+// late fit 6.6/s against a bucket of 20/s, in the bench's fleet.)
+func TestReleaseFitsTheWholeRamp(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name    string
+		start   float64       // the ramp's first rate; it doubles twice
+		burst   int           // let go at t0
+		silence time.Duration // before the last step's sends: the fit is 0
+	}{
+		{"10/s to 40/s", 10, 5, 0},
+		{"8/s to 32/s", 8, 6, 0},
+		{"5/s to 20/s", 5, 5, 0},
+		{"2.5/s to 10/s", 2.5, 4, 0},
+		{"10/s to 40/s, a silence", 10, 5, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var served []time.Time
+			for range tc.burst {
+				served = append(served, t0)
+			}
+			at, rate := t0, tc.start
+			var step time.Time
+			for k := range 3 {
+				if k > 0 {
+					step = at // doubled
+				}
+				if k == 2 {
+					at = at.Add(tc.silence)
+				}
+				for range 4 {
+					// a percent later than the pace: a gap of a little
+					// over four intervals of the rate the ramp ends at
+					at = at.Add(time.Duration(1.01 / rate * float64(time.Second)))
+					served = append(served, at)
+				}
+				if k < 2 {
+					rate *= 2
+				}
+			}
+			end := at.Add(time.Millisecond) // the refused send
+			r := release{burst: float64(tc.burst), let: float64(tc.burst), served: served, epStart: t0, step: step}
+			fit := r.fit(end, releasePause(r.rampFloor(rate)))
+			want := 0.0
+			if tc.silence == 0 {
+				want = r.fit(end, time.Hour) // no gap a pause
+				require.Positive(t, want)
+			}
+			assert.InDelta(t, want, fit, 0.02*want+0.01, "the fit over the ramp: %.1f/s, %.1f/s with no gap a pause", fit, want)
 		})
 	}
 }
@@ -537,4 +637,45 @@ func TestFormingSendCheckedWhilePeaksCross(t *testing.T) {
 	assert.Equal(t, int64(3), level3)
 	assert.True(t, rose3)
 	assert.Equal(t, int64(3), a.peak.Load())
+}
+
+// TestReleaseLeavesAFleetsStragglerOneSendOfTheFirstBurst: a pace the gate
+// shares lets go at its first reopen one send fewer than the burst the
+// fleet's first episode served, for a process that has not joined it and
+// sends at the reopen outside it; a Transport's own pace lets the whole
+// burst go.
+func TestReleaseLeavesAFleetsStragglerOneSendOfTheFirstBurst(t *testing.T) {
+	tests := []struct {
+		served float64
+		joined bool
+		want   float64
+	}{
+		{6, false, 6},
+		{6, true, 5},
+		{11, true, 10},
+		{21, false, 21},
+		{2, true, 1},
+		{1, true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%v served, joined %v", tt.served, tt.joined), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				a.first = time.Now()
+				time.Sleep(10 * time.Millisecond)
+				a.joined = tt.joined
+				a.rel.epStart, a.rel.epServed = a.first, tt.served
+				for range int(tt.served) {
+					a.peak.Store(2)
+					a.served(a.first)
+				}
+				sent := time.Now()
+				time.Sleep(time.Millisecond)
+				a.longThrottle(time.Now(), sent, time.Second)
+				assert.Equal(t, tt.served, a.rel.burst, "the burst is what was served")
+				assert.Equal(t, tt.want, a.rel.let)
+				assert.Equal(t, tt.want, a.capacity)
+			})
+		})
+	}
 }

@@ -80,28 +80,36 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		// Not admitted: wait for the gate to open, then spread out, so
 		// that the scope's waiters do not all fire at the same instant.
-		if c.named == "" || scopeHeld {
-			c.heldElsewhere(now, nb) // a named limit's hold paces nothing
-		}
 		base := max(nb.Sub(now), time.Millisecond)
 		level := zapcore.InfoLevel
+		recheck := false
 		if base <= rules.QuotaRecheck {
 			// Perhaps a recheck while answers that may give sends back are
-			// pending (rules.QuotaRecheck). Whether to defer is decided against
-			// the reset all the same, which NotBefore answers: a caller
-			// whose time cannot cover it defers at once, as the contract
-			// says, rather than spend its time on sends that may not come
-			// back. One whose time can asks again at each recheck, logged
-			// at debug level. The cost is a NotBefore call per short
-			// refusal; a failing gate answers no reset.
-			if reset := c.transport.admit.reset(c.ctx, c.gateScope()); reset.Sub(now) > base {
-				full := reset.Sub(now)
+			// pending (rules.QuotaRecheck), or while redisgate's first
+			// contact has its sends in flight. Whether to defer is decided
+			// against the reset all the same, which NotBefore answers: a
+			// caller whose time cannot cover it defers at once, as the
+			// contract says, rather than spend its time on sends that may
+			// not come back. One whose time can asks again at each
+			// recheck, logged at debug level. A gate that answers no hold
+			// and no reset asked for a recheck, not a hold: no throttle
+			// is told. The cost is a NotBefore call per short refusal; a
+			// failing gate answers no reset.
+			reset := c.transport.admit.reset(c.ctx, c.gateScope())
+			switch full := reset.Sub(now); {
+			case full > base:
 				if c.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, c.took)) {
 					level = zapcore.DebugLevel
 				} else {
 					base = full // defers below
 				}
+			case full <= 0 && !scopeHeld:
+				recheck = true
+				level = zapcore.DebugLevel
 			}
+		}
+		if !recheck && (c.named == "" || scopeHeld) {
+			c.heldElsewhere(now, nb) // a named limit's hold paces nothing
 		}
 		spread := p.jitter
 		if spread == 0 {
@@ -114,7 +122,14 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			c.local.limiter.cancel()
 			paced = false
 		}
-		if err := c.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level); err != nil {
+		if recheck {
+			c.local.limiter.queue(now, 1)
+		}
+		err := c.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level)
+		if recheck {
+			c.local.limiter.queue(now, -1)
+		}
+		if err != nil {
 			return now, err
 		}
 		now, stale = time.Time{}, true

@@ -97,7 +97,14 @@ func (a *adaptive) join(now time.Time, hint time.Duration, paced bool) bool {
 			if to.IsZero() {
 				to = now
 			}
-			a.rel.epServed += a.servedIn(a.rel.epStart, to)
+			// From a hint before the refusal at least: the episode's
+			// start is the refused Transport's, no earlier than its own
+			// first send, and this one's may have gone before that.
+			from := a.rel.epStart
+			if h := to.Add(-hint); h.Before(from) {
+				from = h
+			}
+			a.rel.epServed += a.servedIn(from, to)
 		}
 		return a.paceState.encode()
 	})

@@ -964,6 +964,60 @@ func TestPacingAFleetLateJoinerGoesInThePace(t *testing.T) {
 	}
 }
 
+// TestPacingAFleetCountsItsWholeFirstBurst: the first episode's burst, what
+// the server served of the herd at once, counts every Transport's served
+// sends, those that went before the first refused Transport had sent
+// anything too. Early Transports send first and are served; a late one
+// starts a moment after, drains the bucket, and is refused first. Counted
+// short, the burst would have the fit, which subtracts it from what the
+// server served, take the bucket's rest for rate, and pace past the rate
+// into a refusal and a second's hold again and again.
+func TestPacingAFleetCountsItsWholeFirstBurst(t *testing.T) {
+	for _, tc := range []struct {
+		rate                float64
+		burst               int
+		total               int
+		early, earlyWorkers int // Transports that send first, and goroutines each
+		lateWorkers         int // goroutines of the one that starts late
+	}{
+		{20, 6, 150, 2, 2, 4},
+		{50, 11, 300, 2, 4, 6},
+		{100, 21, 500, 3, 5, 10},
+		{20, 11, 150, 3, 3, 4},
+	} {
+		t.Run(fmt.Sprintf("%g/s burst %d, %d×%d early, %d late", tc.rate, tc.burst, tc.early, tc.earlyWorkers, tc.lateWorkers), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: 2 * time.Millisecond, hint: oneSecond}
+				g := heed.NewGate()
+				var next, failed atomic.Int64
+				var wg sync.WaitGroup
+				start := func(workers int) {
+					client := &http.Client{Transport: heed.New(srv, heed.WithGate(g), heed.WithPolicy(heed.Policy{MaxAttempts: 50}))}
+					for range workers {
+						wg.Go(func() { sendEach(t, client, &next, &failed, tc.total) })
+					}
+				}
+				for range tc.early {
+					start(tc.earlyWorkers)
+				}
+				time.Sleep(time.Millisecond) // the early sends are out, not yet answered
+				start(tc.lateWorkers)
+				wg.Wait()
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				ideal := time.Duration(float64(tc.total-tc.burst) / tc.rate * float64(time.Second))
+				wall := time.Since(srv.decided[0].at)
+				t.Logf("%v against an ideal of %v (%.2f×), %d 429s, %d after the first reached a client", wall, ideal, wall.Seconds()/ideal.Seconds(), srv.refused, srv.after)
+				assert.Zero(t, failed.Load(), "no request fails")
+				assert.Equal(t, tc.total, srv.served)
+				assert.Zero(t, srv.early, "no send before a time the server gave")
+				assert.LessOrEqual(t, srv.after, 2, "once a first refusal reached a client, one to fit the rate, and one probe at most")
+				assert.LessOrEqual(t, wall, 3*ideal/2, "within 1.5× the ideal")
+			})
+		})
+	}
+}
+
 // TestPacingAFleetKeepsAWindowWhole: Transports sharing one gate against
 // fixed windows that answer with their end in whole seconds do as well
 // together as one Transport with as many goroutines does alone, within

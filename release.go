@@ -260,6 +260,12 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		r.on, r.refusedAt = true, sent
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity, r.let = r.burst, r.burst
+		if a.joined && r.burst > 1 {
+			// A fleet's pace: a process that has not joined it yet sends
+			// at the reopen outside it, so one send of the burst is left
+			// to it.
+			a.capacity, r.let = r.burst-1, r.burst-1
+		}
 		a.granted, a.lastFill = a.issued, now
 		// Until the reopen counts the late answers: a herd's answers race
 		// the refusal back, and none of them may have won. A rate from
@@ -272,7 +278,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		}
 		a.setRate(2 * served / cycle)
 		a.provisional = a.fillRate
-	} else if fit := r.fit(sent, releasePause(a.fillRate)); fit > 0 {
+	} else if fit := r.fit(sent, releasePause(r.rampFloor(a.fillRate))); fit > 0 {
 		r.fitted, r.fitAt, r.window = true, now, false
 		r.fitRate = math.Max(releaseMargin*fit, longRun)
 		a.setRate(r.fitRate)
@@ -433,6 +439,26 @@ func (r *release) fit(t time.Time, pause time.Duration) float64 {
 		best = math.Max(best, (float64(n-i)-r.burst)/span.Seconds())
 	}
 	return best
+}
+
+// rampFloor returns the least rate the episode can have been paced at,
+// now at rate: while unfitted, the rate doubles at most once a releaseStep
+// and once every releaseStepSends paced sends served (releaseServed), the
+// last time at step, so the episode's early sends went as far apart as the
+// rate it began with, not the rate it reached. A gap between them is no
+// pause.
+func (r *release) rampFloor(rate float64) float64 {
+	if r.fitted {
+		return rate // a fitted rate does not ramp
+	}
+	paced := -r.let // past the burst let go at once
+	for _, s := range r.served {
+		if !s.Before(r.epStart) && !s.After(r.step) {
+			paced++
+		}
+	}
+	n := min(int(r.step.Sub(r.epStart)/releaseStep), int(paced)/releaseStepSends)
+	return rate / math.Pow(2, float64(min(max(n, 0), 30)))
 }
 
 // releasePause is the longest a scope paced at rate goes between served
