@@ -47,7 +47,7 @@ func call[T any](g *gate, ctx context.Context, op, scope string, f func(context.
 // holds too (it restarted, or another server took over): the holds this
 // process knows are set again when the call succeeds.
 func (g *gate) run(ctx context.Context, script *redis.Script, scope string, args []any) *redis.Cmd {
-	keys := []string{g.key(scope), g.paceKey(scope)}
+	keys := []string{g.key(scope), g.paceKey(scope), g.contactKey(scope)}
 	cmd := script.EvalSha(ctx, g.client, keys, args...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		g.local.lost.Store(true)

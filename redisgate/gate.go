@@ -50,6 +50,7 @@ func New(client redis.UniversalClient, opts ...Option) heed.Gate {
 		local:    newLocal(),
 		infer:    true,
 		clock:    newFleetClock(),
+		contact:  contact{most: DefaultContactInFlight, span: DefaultContactSpan},
 
 		reassertEvery: reassertEvery,
 	}
@@ -69,6 +70,7 @@ type gate struct {
 	timeout  time.Duration
 	life     time.Duration // least time a send counts in flight
 	infer    bool          // infer quotas (WithInferredQuota)
+	contact  contact       // WithFirstContact
 	margin   time.Duration
 	now      func() time.Time // the wall clock; tests set another
 	bounded  bool             // client's calls end at the context's deadline
@@ -152,7 +154,8 @@ func (g *gate) Take(ctx context.Context, scope string) (time.Time, error) {
 	g.sync(ctx)
 	now := g.now()
 	res, err := call(g, ctx, "take", scope, func(ctx context.Context) ([]int64, error) {
-		return g.run(ctx, takeScript, scope, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe)).Int64Slice()
+		return g.run(ctx, takeScript, scope, g.args(now, scope, rules.QuotaRecheck.Milliseconds(), g.inferArg(), rules.InferProbe,
+			g.contact.most, g.contact.span.Milliseconds(), contactKeep.Milliseconds())).Int64Slice()
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -8,7 +8,8 @@ import "github.com/redis/go-redis/v9"
 // sends in flight, and one save function, which writes the hash back with
 // its expiry. Every script takes KEYS[1], the scope's hash, KEYS[2], its
 // pace's (in the same hash slot: the take script reads only whether it
-// exists), and ARGV[1],
+// exists), KEYS[3], its first contact's (the take script's alone), and
+// ARGV[1],
 // now; ARGV[2], the in-flight lifetime; ARGV[3], the expiry margin;
 // ARGV[4], the horizon; ARGV[5], the hold this process knows of the scope
 // (0: none), which the prelude sets if it is later than the hash's: all in
@@ -182,11 +183,15 @@ return u
 `)
 
 // takeScript admits one send and returns {0, its bucket, its episode}, or
-// returns {the time to ask again, -1, 0}: heed's memGate.take. ARGV[6] is
-// rules.QuotaRecheck in milliseconds: while sends set against a spent quota
-// are unanswered, one of them may give its send back, and the refused send
-// asks again that soon rather than at the reset. ARGV[7] is 1 when the
-// gate infers quotas, and ARGV[8] is rules.InferProbe. A refusal saves the
+// returns {the time to ask again, -1, 0}: heed's memGate.take, and the
+// first contact (contact.go). ARGV[6] is rules.QuotaRecheck in
+// milliseconds: while sends set against a spent quota are unanswered, one
+// of them may give its send back, and the refused send asks again that
+// soon rather than at the reset; a send the first contact refuses asks
+// again as soon. ARGV[7] is 1 when the gate infers quotas, and ARGV[8] is
+// rules.InferProbe. ARGV[9] is the first contact's most sends in flight (0:
+// none), ARGV[10] its span and ARGV[11] its memory, in milliseconds;
+// KEYS[3] keeps when it began. A refusal saves the
 // hash only when it is dirty: its episode changed, or the prelude set it.
 var takeScript = redis.NewScript(prelude + `
 if u > now then
@@ -293,6 +298,22 @@ elseif infer and c > 0 then
   if x >= lim then
     if dirty then save() end
     return {t + w, -1, 0}
+  end
+end
+-- First contact: for the span from the fleet's first send after the
+-- scope was idle for the contact memory, at most ARGV[9] sends are in
+-- flight; the others ask again ARGV[6] later. A known quota admits by
+-- itself.
+local most = tonumber(ARGV[9])
+if most > 0 and k ~= 1 then
+  local since = tonumber(redis.call('GET', KEYS[3]))
+  if since == nil or since ~= since or since ~= math.floor(since) or since > ahead or since < now - horizon then
+    since = now
+  end
+  redis.call('SET', KEYS[3], int(since), 'PX', ARGV[11])
+  if now < since + tonumber(ARGV[10]) and n + o >= most then
+    if dirty then save() end
+    return {now + tonumber(ARGV[6]), -1, 0}
   end
 end
 n = n + 1
