@@ -11,7 +11,7 @@ import (
 const (
 	// DefaultContactInFlight is the first contact's most sends in flight
 	// without WithFirstContact.
-	DefaultContactInFlight = 4
+	DefaultContactInFlight = 2
 	// DefaultContactSpan is the first contact's span without
 	// WithFirstContact.
 	DefaultContactSpan = 250 * time.Millisecond
@@ -36,7 +36,7 @@ type contact struct {
 // that starts together then finds a limit it does not know with a few
 // sends, not with every process's herd at once; a hold the first refusal
 // sets then stops the rest. A quota the server publishes admits by itself
-// instead. Default: DefaultContactInFlight, 4, for DefaultContactSpan,
+// instead. Default: DefaultContactInFlight, 2, for DefaultContactSpan,
 // 250ms; inFlight or span zero or less turns it off. Gates sharing a prefix
 // should agree.
 func WithFirstContact(inFlight int, span time.Duration) Option {

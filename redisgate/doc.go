@@ -80,6 +80,21 @@
 // WithInferredQuota(false) turns it off; gates sharing a prefix should
 // agree on it.
 //
+// # First contact
+//
+// A fleet that starts together would meet a limit it does not know with
+// every process's herd at once, before any process hears of a refusal.
+// So for DefaultContactSpan, 250ms, from the fleet's first send to a scope
+// it has sent nothing to for 10 minutes, the gate admits at most
+// DefaultContactInFlight, 2, of the scope's sends in flight, counted as
+// the quota's are; the others ask again 10ms later (heed waits that at
+// debug level, and takes it for no throttle). The first refusal's hold
+// then stops the rest. A published quota admits by itself instead. The
+// key the scope's hash's name followed by ":contact" holds when the
+// contact began, in Unix milliseconds, and expires 10 minutes after the
+// scope's last send; a value that is not such a time begins a contact
+// then. WithFirstContact sets both figures, or turns it off.
+//
 // # Pace
 //
 // The gate is a heed.PaceGate: it keeps, per scope, the state heed paces a
