@@ -34,8 +34,10 @@ type adaptive struct {
 	// queued counts this Transport's sends waiting at the gate for the
 	// scope's other sends in flight to be answered (redisgate's first
 	// contact): they are a herd, whose sends the gate lets go a few at a
-	// time.
+	// time. lined: one ever did, a herd as a peak of two is, though the
+	// peak, which the wire check reads for a herd forming, is left alone.
 	queued atomic.Int64
+	lined  atomic.Bool
 
 	// crowded: a hold of the scope set elsewhere was found while the pace
 	// was this Transport's own. Others send to the limit, so the drain its
@@ -151,13 +153,19 @@ func (a *adaptive) sentAt(now time.Time, at int64) (level int64, rose bool) {
 
 // queue records a send waiting at now for the gate to admit it while the
 // scope's other sends are in flight (d 1), or done waiting (d -1). A send
-// that waits so makes the scope's sends a herd: two at once, at least.
+// that waits so makes the scope's sends a herd.
 func (a *adaptive) queue(now time.Time, d int64) {
 	if a.queued.Add(d) > 0 && d > 0 {
 		a.herdAt.Store(mono(now))
-		a.reached(2)
+		if !a.lined.Load() {
+			a.lined.Store(true)
+		}
 	}
 }
+
+// herd reports whether this Transport's sends of the scope were ever a
+// herd: two in flight at once, or one waiting at the gate for others.
+func (a *adaptive) herd() bool { return a.peak.Load() > 1 || a.lined.Load() }
 
 // adopted counts in flight a calm call's send (calm.go), made or to be
 // made before the scope was registered.
@@ -204,7 +212,7 @@ func (a *adaptive) refill(now time.Time) {
 // the scope's quota, -1 nothing (answered). It reads the clock only when
 // the limiter is on: off, the answer's time teaches it nothing.
 func (a *adaptive) release(sent time.Time, level, room int64) {
-	if !a.active.Load() && a.peak.Load() < 2 {
+	if !a.active.Load() && !a.herd() {
 		// A lone caller's: it has nothing to record (served), and no
 		// limiter turns on without sends in flight beside it.
 		a.flight.sub()
@@ -258,7 +266,7 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	if !throttled && level > 0 {
 		a.served(sent)
 	}
-	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.peak.Load() > 1 || a.queued.Load() > 0) {
+	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.herd()) {
 		a.join(now, hint, false)
 	}
 	if !a.sharing() {
@@ -401,7 +409,7 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	teaches := hint >= elsewhereHintLimit && a.sends.Load() && (herd || a.peak.Load() > 1 || a.enabled)
+	teaches := hint >= elsewhereHintLimit && a.sends.Load() && (herd || a.herd() || a.enabled)
 	if a.shared != nil {
 		// Any hold found while the gate paces the scope joins its pace,
 		// however little is left of it, and before this Transport has
@@ -560,7 +568,7 @@ const recentKeep = 1024
 
 // served records a served send of this Transport, sent at sent.
 func (a *adaptive) served(sent time.Time) {
-	if a.peak.Load() < 2 {
+	if !a.herd() {
 		return
 	}
 	if len(a.recent) < recentKeep {

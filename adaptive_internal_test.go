@@ -596,6 +596,29 @@ func TestSendsRiseAsAHerdForms(t *testing.T) {
 	}
 }
 
+// TestSendsWaitingAtTheGateLeaveAHerdForming: sends that waited at the gate
+// for the scope's sends in flight make a herd (served sends are kept for
+// the first burst), but the send that first takes this Transport's own
+// sends in flight to two is still a herd forming, checked at the wire.
+func TestSendsWaitingAtTheGateLeaveAHerdForming(t *testing.T) {
+	for _, waiting := range []int64{1, 3} {
+		var a adaptive
+		now := time.Now()
+		for range waiting {
+			a.queue(now, 1)
+		}
+		assert.True(t, a.herd(), "%d waiting: a herd", waiting)
+		_, rose := a.sentAt(now, mono(now))
+		assert.False(t, rose, "%d waiting: one send in flight", waiting)
+		_, rose = a.sentAt(now, mono(now))
+		assert.True(t, rose, "%d waiting: the second in flight is a herd forming", waiting)
+		for range waiting {
+			a.queue(now, -1)
+		}
+		assert.True(t, a.herd(), "%d waiting, then none: still a herd once", waiting)
+	}
+}
+
 // TestFormingSendCheckedWhilePeaksCross: of two sends that take a scope's
 // sends in flight to 2 and then 3, the first may reach the peak after the
 // second raised it (its measure waits on the limiter's lock, taken for
