@@ -65,8 +65,8 @@ func fleetLabels(v fleetVariant) [3]string {
 // parse. It also asserts heed's fleet bar where a gate can meet it: with a
 // published quota, the shared redisgate draws at least 4× fewer 429s per
 // success than private gates; against nginx with Retry-After: 1, the
-// shared fleet finishes within 2× the ideal with fewer 429s than private
-// gates. With Retry-After alone from a window the 429s come from sends in
+// shared fleet finishes within 2× the ideal with at least 4× fewer 429s
+// per success than private gates. With Retry-After alone from a window the 429s come from sends in
 // flight when a window runs out, which no gate calls back
 // (docs/pacing.md), so that cut is only logged.
 func TestFleetLosesNothing(t *testing.T) {
@@ -97,14 +97,14 @@ func TestFleetLosesNothing(t *testing.T) {
 		}
 		if v.nginx != nil {
 			// The fleet paces as one sender: within 2× the ideal, and with
-			// fewer 429s than private gates draw. (The first herd's 429s,
-			// sent before any process heard of the limit, are in both: see
-			// docs/pacing.md for the cut after them.) Timing on a shared
-			// machine is noisy: a miss runs the variant once more, and the
-			// second run is judged.
+			// at least 4× fewer 429s per success than private gates draw
+			// (redisgate's first contact spares it most of the first
+			// herd's: docs/pacing.md). Timing on a shared machine is
+			// noisy: a miss runs the variant once more, and the second
+			// run is judged.
 			ideal, _ := v.nginx.ideal(0, fleetProcs*v.quick)
-			if shared.wall > 2*ideal || shared.refused >= private.refused {
-				t.Logf("%s: %v shared against an ideal of %v, %d 429s against %d: once more", v.label, shared.wall, ideal, shared.refused, private.refused)
+			if shared.wall > 2*ideal || private.perSuccess < 4*shared.perSuccess {
+				t.Logf("%s: %v shared against an ideal of %v, %d 429s against %d private: once more", v.label, shared.wall, ideal, shared.refused, private.refused)
 				t.Setenv("HEED_BENCH_FLEET", v.key)
 				var again, errs bytes.Buffer
 				require.Zero(t, run([]string{"-quick", "-scenarios", "fleet", "-clients", "heed"}, &again, &errs), errs.String())
@@ -114,7 +114,7 @@ func TestFleetLosesNothing(t *testing.T) {
 				shared = parseFleetCell(t, tb2.cell(t, l[1], "heed"))
 			}
 			assert.LessOrEqual(t, shared.wall, 2*ideal, "%s: the shared fleet within 2× the ideal", v.label)
-			assert.Less(t, shared.refused, private.refused, "%s: fewer 429s than private gates", v.label)
+			assert.GreaterOrEqual(t, private.perSuccess, 4*shared.perSuccess, "%s: the shared redisgate cuts 429s per success at least 4×", v.label)
 			assert.Equal(t, shared.of, shared.ok, "%s: every call ended in a 2xx", v.label)
 		}
 		for _, col := range []string{"bare net/http", "go-retryablehttp", "failsafe-go", "resty v2"} {
