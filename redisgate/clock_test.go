@@ -67,6 +67,13 @@ func (s skewed) Take(ctx context.Context, scope string) (time.Time, error) {
 	return s.out(nb), err
 }
 
+// Pace shares the scope's pace, as redisgate does: its state is stamped
+// by the Transports, which read the true clock here, so it needs no shift.
+// Without it each process paces alone, as no fleet on redisgate does.
+func (s skewed) Pace(ctx context.Context, scope string, update func([]byte) []byte) error {
+	return s.g.Pace(ctx, scope, update)
+}
+
 func (s skewed) Done(ctx context.Context, scope string, q *heed.Quota, served bool) error {
 	if q != nil {
 		q = &heed.Quota{Remaining: q.Remaining, Reset: s.in(q.Reset)}
