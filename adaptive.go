@@ -31,13 +31,6 @@ type adaptive struct {
 	// herdAt is when a send of this Transport last went with another in
 	// flight, by mono: a send out then was in a herd
 	herdAt atomic.Int64
-	// queued counts this Transport's sends waiting at the gate for the
-	// scope's other sends in flight to be answered (redisgate's first
-	// contact): they are a herd, whose sends the gate lets go a few at a
-	// time. lined: one ever did, a herd as a peak of two is, though the
-	// peak, which the wire check reads for a herd forming, is left alone.
-	queued atomic.Int64
-	lined  atomic.Bool
 
 	// crowded: a hold of the scope set elsewhere was found while the pace
 	// was this Transport's own. Others send to the limit, so the drain its
@@ -87,6 +80,14 @@ type adaptive struct {
 	recentAt int
 
 	paceState
+
+	// queued counts this Transport's sends waiting at the gate for the
+	// scope's other sends in flight to be answered (redisgate's first
+	// contact): they are a herd, whose sends the gate lets go a few at a
+	// time. lined: one ever did, a herd as a peak of two is, though the
+	// peak, which the wire check reads for a herd forming, is left alone.
+	queued atomic.Int64
+	lined  atomic.Bool
 }
 
 // paceState is what the limiter paces by: this Transport's own, or a copy

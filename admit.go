@@ -78,62 +78,73 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 				return now, nil
 			}
 		}
-		// Not admitted: wait for the gate to open, then spread out, so
-		// that the scope's waiters do not all fire at the same instant.
-		base := max(nb.Sub(now), time.Millisecond)
-		level := zapcore.InfoLevel
-		recheck := false
-		if base <= rules.QuotaRecheck {
-			// Perhaps a recheck while answers that may give sends back are
-			// pending (rules.QuotaRecheck), or while redisgate's first
-			// contact has its sends in flight. Whether to defer is decided
-			// against the reset all the same, which NotBefore answers: a
-			// caller whose time cannot cover it defers at once, as the
-			// contract says, rather than spend its time on sends that may
-			// not come back. One whose time can asks again at each
-			// recheck, logged at debug level. A gate that answers no hold
-			// and no reset asked for a recheck, not a hold: no throttle
-			// is told. The cost is a NotBefore call per short refusal; a
-			// failing gate answers no reset.
-			reset := c.transport.admit.reset(c.ctx, c.gateScope())
-			switch full := reset.Sub(now); {
-			case full > base:
-				if c.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, c.took)) {
-					level = zapcore.DebugLevel
-				} else {
-					base = full // defers below
-				}
-			case full <= 0 && !scopeHeld:
-				recheck = true
-				level = zapcore.DebugLevel
-			}
-		}
-		if !recheck && (c.named == "" || scopeHeld) {
-			c.heldElsewhere(now, nb) // a named limit's hold paces nothing
-		}
-		spread := p.jitter
-		if spread == 0 {
-			spread = min(base/50, maxGateSpread)
-		}
-		wait := base + rules.RandUpTo(spread)
-		if paced {
-			// The token goes back for a send that can use it now; this one
-			// takes another after its wait.
-			c.local.limiter.cancel()
-			paced = false
-		}
-		if recheck {
-			c.local.limiter.queue(now, 1)
-		}
-		err := c.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level)
-		if recheck {
-			c.local.limiter.queue(now, -1)
-		}
-		if err != nil {
+		// Not admitted: wait for the gate to open (waitForGate); a pacing
+		// token held goes back.
+		if err := c.waitForGate(attempt, now, nb, scopeHeld, paced); err != nil {
 			return now, err
 		}
+		paced = false
 		now, stale = time.Time{}, true
 	}
+}
+
+// waitForGate waits, before attempt is sent, for a gate that did not admit
+// it at now and answered nb (the scope's hold, when scopeHeld), then a
+// spread, so that the scope's waiters do not all fire at the same instant;
+// or returns a *DeferredError when that wait does not fit, or the
+// context's error if it ends first. paced: the call holds a pacing token,
+// which goes back. Apart from passGate, whose success path it keeps short.
+func (c *call) waitForGate(attempt int, now, nb time.Time, scopeHeld, paced bool) error {
+	p := c.policy
+	base := max(nb.Sub(now), time.Millisecond)
+	level := zapcore.InfoLevel
+	recheck := false
+	if base <= rules.QuotaRecheck {
+		// Perhaps a recheck while answers that may give sends back are
+		// pending (rules.QuotaRecheck), or while redisgate's first
+		// contact has its sends in flight. Whether to defer is decided
+		// against the reset all the same, which NotBefore answers: a
+		// caller whose time cannot cover it defers at once, as the
+		// contract says, rather than spend its time on sends that may
+		// not come back. One whose time can asks again at each
+		// recheck, logged at debug level. A gate that answers no hold
+		// and no reset asked for a recheck, not a hold: no throttle
+		// is told. The cost is a NotBefore call per short refusal; a
+		// failing gate answers no reset.
+		reset := c.transport.admit.reset(c.ctx, c.gateScope())
+		switch full := reset.Sub(now); {
+		case full > base:
+			if c.deadline.Fits(now, full, full, p.maxWait, max(p.reserve, c.took)) {
+				level = zapcore.DebugLevel
+			} else {
+				base = full // defers below
+			}
+		case full <= 0 && !scopeHeld:
+			recheck = true
+			level = zapcore.DebugLevel
+		}
+	}
+	if !recheck && (c.named == "" || scopeHeld) {
+		c.heldElsewhere(now, nb) // a named limit's hold paces nothing
+	}
+	spread := p.jitter
+	if spread == 0 {
+		spread = min(base/50, maxGateSpread)
+	}
+	wait := base + rules.RandUpTo(spread)
+	if paced {
+		// The token goes back for a send that can use it now; this one
+		// takes another after its wait.
+		c.local.limiter.cancel()
+	}
+	if recheck {
+		c.local.limiter.queue(now, 1)
+	}
+	err := c.waitToSend(attempt, now, base, wait, reasonCoolingDown, "gate", level)
+	if recheck {
+		c.local.limiter.queue(now, -1)
+	}
+	return err
 }
 
 // pace waits for the scope's pacing token before attempt is sent, or
