@@ -1,7 +1,6 @@
 package heed
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -660,45 +659,4 @@ func TestFormingSendCheckedWhilePeaksCross(t *testing.T) {
 	assert.Equal(t, int64(3), level3)
 	assert.True(t, rose3)
 	assert.Equal(t, int64(3), a.peak.Load())
-}
-
-// TestReleaseLeavesAFleetsStragglerOneSendOfTheFirstBurst: a pace the gate
-// shares lets go at its first reopen one send fewer than the burst the
-// fleet's first episode served, for a process that has not joined it and
-// sends at the reopen outside it; a Transport's own pace lets the whole
-// burst go.
-func TestReleaseLeavesAFleetsStragglerOneSendOfTheFirstBurst(t *testing.T) {
-	tests := []struct {
-		served float64
-		joined bool
-		want   float64
-	}{
-		{6, false, 6},
-		{6, true, 5},
-		{11, true, 10},
-		{21, false, 21},
-		{2, true, 1},
-		{1, true, 1},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%v served, joined %v", tt.served, tt.joined), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				var a adaptive
-				a.first = time.Now()
-				time.Sleep(10 * time.Millisecond)
-				a.joined = tt.joined
-				a.rel.epStart, a.rel.epServed = a.first, tt.served
-				for range int(tt.served) {
-					a.peak.Store(2)
-					a.served(a.first)
-				}
-				sent := time.Now()
-				time.Sleep(time.Millisecond)
-				a.longThrottle(time.Now(), sent, time.Second)
-				assert.Equal(t, tt.served, a.rel.burst, "the burst is what was served")
-				assert.Equal(t, tt.want, a.rel.let)
-				assert.Equal(t, tt.want, a.capacity)
-			})
-		})
-	}
 }

@@ -30,6 +30,12 @@ type admission interface {
 	// the quota its response published (nil: none), and whether it was
 	// served.
 	done(ctx context.Context, scope string, q *Quota, served bool, episode int64, now time.Time) error
+	// rechecks reports whether a short refusal whose gate then answers no
+	// hold and no reset asked for a recheck (redisgate's first contact):
+	// a QuotaGate of another kind's. heed's own gate refuses so only for
+	// a window it inferred, and a plain Gate's hold is not in the reset
+	// its admission answers.
+	rechecks() bool
 }
 
 // newAdmission returns the admission for gate.
@@ -63,6 +69,8 @@ func (a ownAdmission) hold(_ context.Context, scope string) (time.Time, bool) {
 	return a.g.holdEnd(scope), false
 }
 
+func (ownAdmission) rechecks() bool { return false }
+
 func (a ownAdmission) done(_ context.Context, scope string, q *Quota, served bool, episode int64, now time.Time) error {
 	a.g.done(scope, q, served, episode, now)
 	return nil
@@ -86,6 +94,8 @@ func (a quotaAdmission) hold(ctx context.Context, scope string) (time.Time, bool
 	nb, _ := a.g.NotBefore(ctx, scope)
 	return nb, true
 }
+
+func (quotaAdmission) rechecks() bool { return true }
 
 func (a quotaAdmission) done(ctx context.Context, scope string, q *Quota, served bool, _ int64, _ time.Time) error {
 	return a.g.Done(ctx, scope, q, served)
@@ -117,6 +127,8 @@ func (a plainAdmission) hold(ctx context.Context, scope string) (time.Time, bool
 	nb, _ := a.gate.NotBefore(ctx, scope)
 	return nb, true
 }
+
+func (plainAdmission) rechecks() bool { return false }
 
 func (a plainAdmission) done(_ context.Context, scope string, q *Quota, served bool, episode int64, now time.Time) error {
 	a.mem.done(scope, q, served, episode, now)

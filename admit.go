@@ -107,9 +107,11 @@ func (c *call) waitForGate(attempt int, now, nb time.Time, scopeHeld, paced bool
 		// caller whose time cannot cover it defers at once, as the
 		// contract says, rather than spend its time on sends that may
 		// not come back. One whose time can asks again at each
-		// recheck, logged at debug level. A gate that answers no hold
-		// and no reset asked for a recheck, not a hold: no throttle
-		// is told. The cost is a NotBefore call per short refusal; a
+		// recheck, logged at debug level. A QuotaGate of another kind
+		// (redisgate) that answers no hold and no reset asked for a
+		// recheck, not a hold: no throttle is told. heed's own gate and
+		// a plain Gate's NotBefore may not know the hold or the inferred
+		// window that refused, so theirs are holds. The cost is a NotBefore call per short refusal; a
 		// failing gate answers no reset.
 		reset := c.transport.admit.reset(c.ctx, c.gateScope())
 		switch full := reset.Sub(now); {
@@ -119,7 +121,7 @@ func (c *call) waitForGate(attempt int, now, nb time.Time, scopeHeld, paced bool
 			} else {
 				base = full // defers below
 			}
-		case full <= 0 && !scopeHeld:
+		case full <= 0 && !scopeHeld && c.transport.admit.rechecks():
 			recheck = true
 			level = zapcore.DebugLevel
 		}

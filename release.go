@@ -260,12 +260,6 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		r.on, r.refusedAt = true, sent
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity, r.let = r.burst, r.burst
-		if a.joined && r.burst > 1 {
-			// A fleet's pace: a process that has not joined it yet sends
-			// at the reopen outside it, so one send of the burst is left
-			// to it.
-			a.capacity, r.let = r.burst-1, r.burst-1
-		}
 		a.granted, a.lastFill = a.issued, now
 		// Until the reopen counts the late answers: a herd's answers race
 		// the refusal back, and none of them may have won. A rate from

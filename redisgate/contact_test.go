@@ -127,6 +127,51 @@ func TestFirstContactIsOnceAWhile(t *testing.T) {
 			require.NoError(t, g.client.FlushAll(ctx).Err())
 		}
 	})
+	t.Run("a key that is not a string", func(t *testing.T) {
+		clock := time.Now().Truncate(time.Millisecond)
+		g := contactGates(t, s, 1, &clock, WithPrefix("hash:"))[0]
+		require.NoError(t, g.client.HSet(ctx, g.contactKey("s"), "x", 1).Err())
+		assert.Equal(t, DefaultContactInFlight, admitted(g, 10), "a contact from now")
+		since, err := g.client.Get(ctx, g.contactKey("s")).Int64()
+		require.NoError(t, err, "replaced")
+		assert.Equal(t, g.nowToRedis(clock.UnixMilli()), since)
+		require.NoError(t, g.client.FlushAll(ctx).Err())
+	})
+	t.Run("a start ahead of now, or older than the horizon", func(t *testing.T) {
+		tests := []struct {
+			name  string
+			start func(now int64) int64
+			want  int   // admitted of 10
+			since int64 // rewritten, from now
+		}{
+			{"an hour ahead", func(now int64) int64 { return now + time.Hour.Milliseconds() }, DefaultContactInFlight, 0},
+			{"a millisecond ahead", func(now int64) int64 { return now + 1 }, DefaultContactInFlight, 0},
+			{"past the horizon", func(now int64) int64 { return now - Horizon.Milliseconds() - 1 }, 10, -DefaultContactSpan.Milliseconds()},
+		}
+		for _, tt := range tests {
+			clock := time.Now().Truncate(time.Millisecond)
+			g := contactGates(t, s, 1, &clock, WithPrefix("ahead:"))[0]
+			now := g.nowToRedis(clock.UnixMilli())
+			require.NoError(t, g.client.Set(ctx, g.contactKey("s"), tt.start(now), 0).Err())
+			assert.Equal(t, tt.want, admitted(g, 10), tt.name)
+			since, err := g.client.Get(ctx, g.contactKey("s")).Int64()
+			require.NoError(t, err)
+			assert.Equal(t, now+tt.since, since, tt.name)
+			require.NoError(t, g.client.FlushAll(ctx).Err())
+		}
+	})
+	t.Run("a take under a quota keeps it", func(t *testing.T) {
+		clock := time.Now().Truncate(time.Millisecond)
+		g := contactGates(t, s, 1, &clock, WithPrefix("kept:"))[0]
+		require.Equal(t, 1, admitted(g, 1))
+		require.NoError(t, g.Done(ctx, "s", &heed.Quota{Remaining: 5, Reset: clock.Add(time.Minute)}, true))
+		require.NoError(t, g.client.PExpire(ctx, g.contactKey("s"), time.Second).Err())
+		assert.Equal(t, 5, admitted(g, 5))
+		ttl, err := g.client.PTTL(ctx, g.contactKey("s")).Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, time.Minute, "refreshed")
+		require.NoError(t, g.client.FlushAll(ctx).Err())
+	})
 	t.Run("a key that is not a time", func(t *testing.T) {
 		for _, v := range []string{"x", "1.5", "-1", "99999999999999999999", ""} {
 			clock := time.Now().Truncate(time.Millisecond)

@@ -279,6 +279,28 @@ if infer then
     dirty = true
   end
 end
+-- First contact: for the span from the fleet's first send after the
+-- scope was idle for the contact memory, at most ARGV[9] sends are in
+-- flight; the others ask again ARGV[6] later. Every take past a hold
+-- keeps the contact remembered; a known quota admits by itself. A start
+-- that is not a time is a contact from now; one ahead of now (a clock
+-- ahead) is now; one older than the horizon is over.
+local contact = false
+if tonumber(ARGV[9]) > 0 then
+  local span = tonumber(ARGV[10])
+  local got = redis.pcall('GET', KEYS[3])
+  local since = nil
+  if type(got) == 'string' then since = tonumber(got) end
+  if since == nil or since ~= since or since ~= math.floor(since) or since < 0 then
+    since = now
+  elseif since > now then
+    since = now
+  elseif since < now - horizon then
+    since = now - span
+  end
+  redis.call('SET', KEYS[3], int(since), 'PX', ARGV[11])
+  contact = now < since + span
+end
 if k == 1 and r <= now then
   k = 0
 end
@@ -300,21 +322,9 @@ elseif infer and c > 0 then
     return {t + w, -1, 0}
   end
 end
--- First contact: for the span from the fleet's first send after the
--- scope was idle for the contact memory, at most ARGV[9] sends are in
--- flight; the others ask again ARGV[6] later. A known quota admits by
--- itself.
-local most = tonumber(ARGV[9])
-if most > 0 and k ~= 1 then
-  local since = tonumber(redis.call('GET', KEYS[3]))
-  if since == nil or since ~= since or since ~= math.floor(since) or since > ahead or since < now - horizon then
-    since = now
-  end
-  redis.call('SET', KEYS[3], int(since), 'PX', ARGV[11])
-  if now < since + tonumber(ARGV[10]) and n + o >= most then
-    if dirty then save() end
-    return {now + tonumber(ARGV[6]), -1, 0}
-  end
+if contact and k ~= 1 and n + o >= tonumber(ARGV[9]) then
+  if dirty then save() end
+  return {now + tonumber(ARGV[6]), -1, 0}
 end
 n = n + 1
 x = x + 1
