@@ -164,9 +164,9 @@ func (a *adaptive) queue(now time.Time, d int64) {
 	}
 }
 
-// herd reports whether this Transport's sends of the scope were ever a
+// herded reports whether this Transport's sends of the scope were ever a
 // herd: two in flight at once, or one waiting at the gate for others.
-func (a *adaptive) herd() bool { return a.peak.Load() > 1 || a.lined.Load() }
+func (a *adaptive) herded() bool { return a.peak.Load() > 1 || a.lined.Load() }
 
 // adopted counts in flight a calm call's send (calm.go), made or to be
 // made before the scope was registered.
@@ -213,7 +213,7 @@ func (a *adaptive) refill(now time.Time) {
 // the scope's quota, -1 nothing (answered). It reads the clock only when
 // the limiter is on: off, the answer's time teaches it nothing.
 func (a *adaptive) release(sent time.Time, level, room int64) {
-	if !a.active.Load() && !a.herd() {
+	if !a.active.Load() && !a.herded() {
 		// A lone caller's: it has nothing to record (served), and no
 		// limiter turns on without sends in flight beside it.
 		a.flight.sub()
@@ -267,7 +267,7 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	if !throttled && level > 0 {
 		a.served(sent)
 	}
-	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.herd()) {
+	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.herded()) {
 		a.join(now, hint, false)
 	}
 	if !a.sharing() {
@@ -294,9 +294,10 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	// server first, and the rest of the herd had not sent yet) is a herd
 	// all the same, and its waiters would otherwise go all at once when
 	// the hold ends; so is one whose other sends wait at the gate for
-	// the scope's sends in flight (queued). (A refusal with no hint answered when no other send
-	// is out is not the learned cap's, which answered leaves to refusals
-	// with others in flight: it starts the rate's pace here.)
+	// the scope's sends in flight (queued). (A refusal with no hint
+	// answered when no other send is out is not the learned cap's, which
+	// answered leaves to refusals with others in flight: it starts the
+	// rate's pace here.)
 	if !a.enabled && (!throttled || others <= 0 && level <= 1 && a.herdAt.Load() < mono(sent) && a.queued.Load() == 0) {
 		if !throttled && level > 0 && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
 			// Joined before the pace started: served in the first
@@ -410,7 +411,7 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	teaches := hint >= elsewhereHintLimit && a.sends.Load() && (herd || a.herd() || a.enabled)
+	teaches := hint >= elsewhereHintLimit && a.sends.Load() && (herd || a.herded() || a.enabled)
 	if a.shared != nil {
 		// Any hold found while the gate paces the scope joins its pace,
 		// however little is left of it, and before this Transport has
@@ -569,7 +570,7 @@ const recentKeep = 1024
 
 // served records a served send of this Transport, sent at sent.
 func (a *adaptive) served(sent time.Time) {
-	if !a.herd() {
+	if !a.herded() {
 		return
 	}
 	if len(a.recent) < recentKeep {

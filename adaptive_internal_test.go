@@ -606,7 +606,7 @@ func TestSendsWaitingAtTheGateLeaveAHerdForming(t *testing.T) {
 		for range waiting {
 			a.queue(now, 1)
 		}
-		assert.True(t, a.herd(), "%d waiting: a herd", waiting)
+		assert.True(t, a.herded(), "%d waiting: a herd", waiting)
 		_, rose := a.sentAt(now, mono(now))
 		assert.False(t, rose, "%d waiting: one send in flight", waiting)
 		_, rose = a.sentAt(now, mono(now))
@@ -614,7 +614,7 @@ func TestSendsWaitingAtTheGateLeaveAHerdForming(t *testing.T) {
 		for range waiting {
 			a.queue(now, -1)
 		}
-		assert.True(t, a.herd(), "%d waiting, then none: still a herd once", waiting)
+		assert.True(t, a.herded(), "%d waiting, then none: still a herd once", waiting)
 	}
 }
 

@@ -111,8 +111,9 @@ func (c *call) waitForGate(attempt int, now, nb time.Time, scopeHeld, paced bool
 		// (redisgate) that answers no hold and no reset asked for a
 		// recheck, not a hold: no throttle is told. heed's own gate and
 		// a plain Gate's NotBefore may not know the hold or the inferred
-		// window that refused, so theirs are holds. The cost is a NotBefore call per short refusal; a
-		// failing gate answers no reset.
+		// window that refused, so theirs are holds. The cost is a
+		// NotBefore call per short refusal; a failing gate answers no
+		// reset.
 		reset := c.transport.admit.reset(c.ctx, c.gateScope())
 		switch full := reset.Sub(now); {
 		case full > base:

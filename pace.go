@@ -51,8 +51,9 @@ const paceRetry = time.Second
 // found elsewhere, of length hint. The gate's pace, if it has one, replaces
 // this Transport's; without one, this Transport's becomes the gate's. The
 // sends this Transport had served are added to the first episode's, the
-// burst the server took at once: those that went in the episode, while it
-// lasts (until its first reopen), or, before the pace has started, those
+// burst the server took at once: those that went in the episode, or within
+// hint before its refusal, while it lasts (until its first reopen), or,
+// before the pace has started, those
 // that went within hint before now, which whichever Transport starts it
 // keeps if it starts within a hint. Sends waiting on this Transport's
 // tokens take as many of the gate's. With paced, it joins only a pace the

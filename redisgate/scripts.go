@@ -291,9 +291,7 @@ if tonumber(ARGV[9]) > 0 then
   local got = redis.pcall('GET', KEYS[3])
   local since = nil
   if type(got) == 'string' then since = tonumber(got) end
-  if since == nil or since ~= since or since ~= math.floor(since) or since < 0 then
-    since = now
-  elseif since > now then
+  if since == nil or since ~= since or since ~= math.floor(since) or since < 0 or since > now then
     since = now
   elseif since < now - horizon then
     since = now - span
