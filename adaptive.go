@@ -201,7 +201,17 @@ func (a *adaptive) backdate(at int64) {
 	}
 }
 
+// refill grants the tokens the rate brought since the last fill, up to
+// capacity; none while the reopen's question is out (begin), until
+// releaseAsk has passed without an answer.
 func (a *adaptive) refill(now time.Time) {
+	if r := &a.rel; !r.asking.IsZero() {
+		if now.Before(r.asking.Add(releaseAsk)) {
+			a.lastFill = now
+			return
+		}
+		a.answer(now, -1)
+	}
 	if d := now.Sub(a.lastFill).Seconds(); d > 0 {
 		a.granted = math.Min(a.issued+a.capacity, a.granted+d*a.fillRate)
 	}

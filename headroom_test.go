@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // slidingWindow is a sliding window counter as go-chi/httprate keeps one:
@@ -61,6 +62,31 @@ func (w *slidingWindow) published() http.Header {
 	return h
 }
 
+// runSliding runs, in a bubble that starts on a whole second, a herd of
+// total GETs from workers goroutines against a slidingWindow of limit a
+// second made phase past that second, whose answers take latency. The
+// herd starts slidingLead after the window was made. It returns the
+// server, for what it decided, and the herd's result.
+func runSliding(t *testing.T, limit, total, workers int, phase, latency time.Duration) (*limitServer, herdResult) {
+	time.Sleep(phase)
+	w := &slidingWindow{limit: limit, window: time.Second, born: time.Now()}
+	srv := &limitServer{lim: w, latency: latency, hint: wholeSeconds, publish: w.published}
+	time.Sleep(slidingLead)
+	return srv, runHerd(t, srv, total, workers)
+}
+
+// slidingSet is a herd against a sliding window: its limit a second,
+// total GETs from workers goroutines, and the phase of the windows
+// against whole seconds.
+type slidingSet struct {
+	limit, total, workers int
+	phase                 time.Duration
+}
+
+// slidingLead is how long after its window was made runSliding's herd
+// starts.
+const slidingLead = 100 * time.Millisecond
+
 // slidingIdeal is the time from the first send to the last for total
 // sends to a slidingServer, the first lead after it was made, by a client
 // that sends each at the first instant the server admits it: limit at
@@ -88,10 +114,7 @@ func slidingIdeal(limit, total int, window, lead time.Duration) time.Duration {
 // (docs/pacing.md).
 func TestPacingToASlidingWindowsRoom(t *testing.T) {
 	var ratios []float64
-	for _, tc := range []struct {
-		limit, total, workers int
-		phase                 time.Duration // of the windows against whole seconds
-	}{
+	for _, tc := range []slidingSet{
 		{10, 100, 16, 150 * time.Millisecond},
 		{10, 100, 16, 300 * time.Millisecond},
 		{20, 200, 16, 400 * time.Millisecond},
@@ -102,13 +125,8 @@ func TestPacingToASlidingWindowsRoom(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d a second, phase %v", tc.limit, tc.phase), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				time.Sleep(tc.phase) // the bubble starts on a whole second
-				w := &slidingWindow{limit: tc.limit, window: time.Second, born: time.Now()}
-				srv := &limitServer{lim: w, latency: 2 * time.Millisecond, hint: wholeSeconds, publish: w.published}
-				const lead = 100 * time.Millisecond
-				time.Sleep(lead)
-				r := runHerd(t, srv, tc.total, tc.workers)
-				ideal := slidingIdeal(tc.limit, tc.total, time.Second, lead)
+				_, r := runSliding(t, tc.limit, tc.total, tc.workers, tc.phase, 2*time.Millisecond)
+				ideal := slidingIdeal(tc.limit, tc.total, time.Second, slidingLead)
 				ratio := r.wall.Seconds() / ideal.Seconds()
 				ratios = append(ratios, ratio)
 				t.Logf("%v against an ideal of %v (%.2f×), %d 429s", r.wall, ideal, ratio, r.refused)
@@ -244,5 +262,80 @@ func TestPacingToRoomAtEveryLatency(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestPacingAsksTheRoomAtTheFirstReopen: a sliding window's whole-second
+// Retry-After does not say how much of its limit comes back at the hold's
+// end. A window whose end the herd's hold missed by most of a window has
+// given back only the share the window has moved on, and a reopen that let
+// the herd's burst go at once drew refusals within milliseconds, and a
+// second's hold more. Asked with one send, the room the window publishes
+// is what the reopen lets go: at several limits and herds, and phases of
+// the windows against whole seconds where the first reopen falls early in
+// a window, no send of the reopen is refused (none within 20 ms of it; a
+// burst's were within 9 ms), no request fails and none goes early.
+func TestPacingAsksTheRoomAtTheFirstReopen(t *testing.T) {
+	for _, tc := range []slidingSet{
+		{10, 60, 16, 500 * time.Millisecond},
+		{20, 100, 16, 650 * time.Millisecond},
+		{20, 100, 32, 800 * time.Millisecond},
+		{20, 200, 16, 850 * time.Millisecond},
+		{40, 200, 16, 550 * time.Millisecond},
+		{40, 200, 32, 700 * time.Millisecond},
+		{40, 200, 16, 900 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("%d a second, %d workers, phase %v", tc.limit, tc.workers, tc.phase), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv, r := runSliding(t, tc.limit, tc.total, tc.workers, tc.phase, 2*time.Millisecond)
+				assert.Zero(t, r.failed, "no request fails")
+				assert.Zero(t, r.early, "no send before a time the server gave")
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				require.NotEmpty(t, srv.refusals, "the herd ran into the window")
+				reopen := srv.refusals[0].until
+				var refused []time.Duration
+				for _, d := range srv.decided {
+					if !d.ok && !d.at.Before(reopen) && d.at.Before(reopen.Add(20*time.Millisecond)) {
+						refused = append(refused, d.at.Sub(reopen))
+					}
+				}
+				t.Logf("%v, %d 429s; refused at the first reopen: %v", r.wall, r.refused, refused)
+				assert.Empty(t, refused, "the first reopen lets go what the window has room for")
+			})
+		})
+	}
+}
+
+// TestPacingAsksNoLongerThanAnAnswersShortWait: a reopen's question whose
+// answer is slow to come does not hold the herd for it: after releaseAsk
+// (100 ms) with no answer, the reopen lets go what it would have without
+// asking. Against a sliding window that answers in 600 ms, at two limits,
+// the first sends of the first reopen after the one that asked reach the
+// server 100 ms after it, not 600.
+func TestPacingAsksNoLongerThanAnAnswersShortWait(t *testing.T) {
+	for _, limit := range []int{10, 40} {
+		t.Run(fmt.Sprintf("%d a second", limit), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv, r := runSliding(t, limit, 4*limit, 32, 850*time.Millisecond, 600*time.Millisecond)
+				assert.Zero(t, r.failed, "no request fails")
+				assert.Zero(t, r.early, "no send before a time the server gave")
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				require.NotEmpty(t, srv.refusals, "the herd ran into the window")
+				reopen := srv.refusals[0].until
+				var after []time.Duration
+				for _, d := range srv.decided {
+					if !d.at.Before(reopen) && d.at.Before(reopen.Add(700*time.Millisecond)) {
+						after = append(after, d.at.Sub(reopen))
+					}
+				}
+				t.Logf("%v, %d 429s; sends in the 700 ms from the first reopen, from it: %v", r.wall, r.refused, after)
+				require.GreaterOrEqual(t, len(after), 2, "the reopen let more than its question go")
+				assert.Less(t, after[0], 5*time.Millisecond, "the question goes at the reopen")
+				assert.GreaterOrEqual(t, after[1], 100*time.Millisecond, "the others wait for its answer")
+				assert.Less(t, after[1], 110*time.Millisecond, "but no longer than releaseAsk")
+			})
+		})
 	}
 }

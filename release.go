@@ -76,6 +76,11 @@ type release struct {
 	drain       float64
 	drainEp     float64
 	let         float64
+	// asking is when the reopen let one send go alone, to ask a limit
+	// that publishes its room how much it has; zero: no question out.
+	// asked is what the reopen would have let go at once without it.
+	asking time.Time
+	asked  float64
 }
 
 // Release constants.
@@ -93,6 +98,12 @@ const (
 	// rate's 1/releaseMargin, the rate the server took, and from when it
 	// probes past it.
 	releaseProbe = 8 * time.Second
+	// releaseAsk is the longest a reopen's question waits for its answer
+	// before the reopen lets go what it would have without one, and
+	// askRecheck how often a send waiting behind the question asks
+	// whether it was answered.
+	releaseAsk = 100 * time.Millisecond
+	askRecheck = 2 * time.Millisecond
 	// releaseLate is the share of the first burst, 1/releaseLate, that the
 	// first reopen lets go at the pace at most, rather than at once.
 	releaseLate = 4
@@ -176,6 +187,15 @@ func (a *adaptive) begin(now time.Time) {
 	}
 	r.epStart, r.epServed, r.epRefused, r.served = now, 0, time.Time{}, r.served[:0]
 	r.step, r.stepServed, r.epSpent = now, 0, r.spentAt
+	r.asking = time.Time{}
+	if r.quoted && r.let > 1 && !r.window && !a.drains() && !a.sharing() {
+		// The limit publishes its room, and the hint did not say how much
+		// of it comes back at the hold's end: a sliding window whose end
+		// the hold missed has given back only the share of it the window
+		// moved on. One send asks; its answer's room is what the reopen
+		// lets go (answer).
+		r.asking, r.asked, r.let = now, r.let, 1
+	}
 	a.granted, a.lastFill = math.Min(a.granted, a.issued)+r.let, now
 	if r.window {
 		// The window's probe: the first send past the burst goes with it.
@@ -184,6 +204,20 @@ func (a *adaptive) begin(now time.Time) {
 		// pace's spacing.
 		a.granted++
 	}
+}
+
+// answer lets go, at now, what the reopen's question was answered: the
+// room the limit published as it served the send that asked, at most what
+// the reopen would have let go without asking; all of that if the answer
+// published no room (room < 0), or none came within releaseAsk.
+func (a *adaptive) answer(now time.Time, room int64) {
+	r := &a.rel
+	more := r.asked - 1
+	if room >= 0 {
+		more = math.Min(float64(room), more)
+	}
+	r.asking, r.let = time.Time{}, r.let+more
+	a.granted, a.lastFill = math.Min(a.granted, a.issued)+more, now
 }
 
 // begins reports whether a send at now starts an episode.
@@ -201,6 +235,9 @@ func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 	}
 	if sent.Before(r.epStart) || (!r.epRefused.IsZero() && !sent.Before(r.epRefused)) {
 		return
+	}
+	if !r.asking.IsZero() {
+		a.answer(now, room)
 	}
 	r.epServed++
 	if r.firstEp && sent.After(r.refusedAt) {
@@ -243,6 +280,7 @@ func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 // now, of a send made at sent, with hint, a second or more.
 func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	r := &a.rel
+	r.asking = time.Time{} // refused: the question is answered by the hold
 	start := r.epStart
 	reopen := now.Add(hint)
 	// What the episode's sends were served at over the whole cycle, hold
@@ -339,7 +377,10 @@ func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	case bucket:
 		rate = math.Max(known+float64(room-headroomRoom)/headroomSpan.Seconds(), known/2)
 	case room >= headroomLift:
-		rate *= step
+		// Room to spare is taken up within headroomSpan at least: a
+		// rate a drain left low, which a window's return wiped
+		// (drained), does not climb back by an answer's share at a time.
+		rate = math.Max(rate*step, float64(room)/headroomSpan.Seconds())
 	case room <= headroomEase:
 		rate = math.Max(rate/step, floor)
 	}

@@ -106,6 +106,9 @@ func (a *adaptive) until(k float64) time.Duration {
 	if a.granted >= k {
 		return 0
 	}
+	if !a.rel.asking.IsZero() {
+		return askRecheck // the reopen's answer may come at any moment
+	}
 	// At most a day: a wait that long defers whatever the caller's time.
 	return time.Duration(math.Min(math.Ceil((k-a.granted)/a.fillRate*float64(time.Second)), float64(24*time.Hour)))
 }
