@@ -279,9 +279,11 @@ func TestZooWithoutNginxSaysSo(t *testing.T) {
 // zooBound is heed's bound on a zoo set's wall time, as a multiple of its
 // ideal: 2× where the server rounds its hint up to whole seconds on a limit
 // that refills in milliseconds (every refusal then costs a second that no
-// client honouring it may use), 1.5× elsewhere. (zoo-httprate at 20 a
-// second took 1.81× in 2 of 44 heed-only runs at 4d8c1cb and the commit
-// before, bench/RESULTS.md says how; a set over its bound runs once more.)
+// client honouring it may use), 1.5× elsewhere. (zoo-httprate's time
+// depends on the phase of its windows against whole seconds: over ten
+// phases it went over 1.5× in 4 of 52 heed-only runs before d426dee and
+// in none of 40 since, docs/pacing.md says how; a set over its bound runs
+// once more.)
 func zooBound(z *zooScenario) float64 {
 	if z.name == "zoo-nginx-429" || z.name == "zoo-bucket-seconds" {
 		return 2
