@@ -264,6 +264,12 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if throttled {
+		// A reopen's question refused, or a send that went with or after
+		// it: the limit has no room to let the burst go into. (A refusal
+		// of a send from before the reopen tells of the hold just over.)
+		if !sent.Before(a.rel.asking) {
+			a.rel.asking = time.Time{}
+		}
 		if hint == 0 && others > 0 && a.ceil.refused(level, sent, now, &a.flight) {
 			a.active.Store(true)
 			return true
@@ -276,6 +282,7 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	}
 	if !throttled && level > 0 {
 		a.served(sent)
+		a.rel.took = now.Sub(sent)
 	}
 	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.herded()) {
 		a.join(now, hint, false)

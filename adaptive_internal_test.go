@@ -566,6 +566,40 @@ func TestHeadroomReadsTheRoomAsOfItsSend(t *testing.T) {
 	}
 }
 
+// TestHeadroomTakesUpTheRoomInASecond: room to spare lifts the rate to
+// take it up within headroomSpan when that is more than a step, so that a
+// rate left low climbs at once; not where others send to the limit
+// unseen (crowded), where every Transport would take the whole room.
+func TestHeadroomTakesUpTheRoomInASecond(t *testing.T) {
+	const rate = 4.0
+	tests := []struct {
+		name    string
+		room    int64
+		crowded bool
+		want    float64
+	}{
+		{"room of ten: ten a second", 10, false, 10},
+		{"room of forty: forty a second", 40, false, 40},
+		{"room of four: a step", 4, false, rate * (1 + headroomGain/rate)},
+		{"room of ten, crowded: a step", 10, true, rate * (1 + headroomGain/rate)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				a.peak.Store(2)
+				a.crowded = tt.crowded
+				time.Sleep(2 * time.Second)
+				now := time.Now()
+				a.served(now)
+				a.setRate(rate)
+				a.headroom(now, now, tt.room, 0)
+				assert.InDelta(t, tt.want, a.fillRate, 1e-9)
+			})
+		})
+	}
+}
+
 // TestSendsRiseAsAHerdForms: a send that takes its scope's sends in
 // flight to a new high, of two or more, is told so (a herd forming, whose
 // send may dial); a lone send, and a send at or below the high, is not.

@@ -81,6 +81,9 @@ type release struct {
 	// asked is what the reopen would have let go at once without it.
 	asking time.Time
 	asked  float64
+	// took is how long the scope's last served answer took to come: a
+	// question is asked only where its answer may come within releaseAsk.
+	took time.Duration
 }
 
 // Release constants.
@@ -188,12 +191,13 @@ func (a *adaptive) begin(now time.Time) {
 	r.epStart, r.epServed, r.epRefused, r.served = now, 0, time.Time{}, r.served[:0]
 	r.step, r.stepServed, r.epSpent = now, 0, r.spentAt
 	r.asking = time.Time{}
-	if r.quoted && r.let > 1 && !r.window && !a.drains() && !a.sharing() {
+	if r.quoted && r.let > 1 && !r.window && r.took < releaseAsk && !a.drains() && !a.sharing() {
 		// The limit publishes its room, and the hint did not say how much
 		// of it comes back at the hold's end: a sliding window whose end
 		// the hold missed has given back only the share of it the window
 		// moved on. One send asks; its answer's room is what the reopen
-		// lets go (answer).
+		// lets go (answer). Not where answers take releaseAsk or more:
+		// the burst would go at its end all the same, only later.
 		r.asking, r.asked, r.let = now, r.let, 1
 	}
 	a.granted, a.lastFill = math.Min(a.granted, a.issued)+r.let, now
@@ -207,9 +211,9 @@ func (a *adaptive) begin(now time.Time) {
 }
 
 // answer lets go, at now, what the reopen's question was answered: the
-// room the limit published as it served the send that asked, at most what
-// the reopen would have let go without asking; all of that if the answer
-// published no room (room < 0), or none came within releaseAsk.
+// room the limit published as it served a send of the episode, at most
+// what the reopen would have let go without asking; all of that when no
+// such answer came within releaseAsk (room < 0).
 func (a *adaptive) answer(now time.Time, room int64) {
 	r := &a.rel
 	more := r.asked - 1
@@ -236,7 +240,10 @@ func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 	if sent.Before(r.epStart) || (!r.epRefused.IsZero() && !sent.Before(r.epRefused)) {
 		return
 	}
-	if !r.asking.IsZero() {
+	if !r.asking.IsZero() && room >= 0 {
+		// The question answered with the limit's room. A send that ended
+		// unserved, or served without a room, leaves the question to
+		// releaseAsk.
 		a.answer(now, room)
 	}
 	r.epServed++
@@ -376,11 +383,15 @@ func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	switch {
 	case bucket:
 		rate = math.Max(known+float64(room-headroomRoom)/headroomSpan.Seconds(), known/2)
-	case room >= headroomLift:
+	case room >= headroomLift && !a.crowded:
 		// Room to spare is taken up within headroomSpan at least: a
 		// rate a drain left low, which a window's return wiped
 		// (drained), does not climb back by an answer's share at a time.
+		// Not where others send to the limit unseen: each would take
+		// the whole room.
 		rate = math.Max(rate*step, float64(room)/headroomSpan.Seconds())
+	case room >= headroomLift:
+		rate *= step
 	case room <= headroomEase:
 		rate = math.Max(rate/step, floor)
 	}

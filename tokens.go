@@ -106,8 +106,12 @@ func (a *adaptive) until(k float64) time.Duration {
 	if a.granted >= k {
 		return 0
 	}
-	if !a.rel.asking.IsZero() {
-		return askRecheck // the reopen's answer may come at any moment
+	if r := &a.rel; !r.asking.IsZero() {
+		// The reopen's answer may come at any moment, and let go up to
+		// what the reopen would have: a token within that asks again
+		// soon; one past it waits at least for the rate beyond it.
+		past := k - (a.granted + r.asked - 1)
+		return max(askRecheck, time.Duration(math.Min(math.Ceil(past/a.fillRate*float64(time.Second)), float64(24*time.Hour))))
 	}
 	// At most a day: a wait that long defers whatever the caller's time.
 	return time.Duration(math.Min(math.Ceil((k-a.granted)/a.fillRate*float64(time.Second)), float64(24*time.Hour)))
@@ -127,7 +131,10 @@ func (a *adaptive) cancel() {
 
 // giveBack is cancel's work on the pace.
 func (a *adaptive) giveBack() {
-	if a.enabled {
+	// While the reopen's question is out, the token is not given back: a
+	// send would go beside the question. The line then waits a token
+	// longer, and a question that does not go is left to releaseAsk.
+	if a.enabled && a.rel.asking.IsZero() {
 		a.granted = math.Min(a.granted+1, a.issued+a.capacity)
 	}
 }
