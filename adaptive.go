@@ -267,8 +267,8 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 		// A reopen's question refused, or a send that went with or after
 		// it: the limit has no room to let the burst go into. (A refusal
 		// of a send from before the reopen tells of the hold just over.)
-		if !sent.Before(a.rel.asking) {
-			a.rel.asking = time.Time{}
+		if !a.rel.asking.IsZero() && !sent.Before(a.rel.asking) {
+			a.unask()
 		}
 		if hint == 0 && others > 0 && a.ceil.refused(level, sent, now, &a.flight) {
 			a.active.Store(true)

@@ -88,11 +88,12 @@ func TestReopenLetsGoWhatItsQuestionFinds(t *testing.T) {
 // send whose token its answer may let go asks again every askRecheck; one
 // past what the answer could let go waits at least for the rate beyond
 // it, so that a caller whose time cannot cover that defers at once; and a
-// send that gives its token back lets no send go beside the question.
+// send that gives its token back lets no send go beside the question, but
+// the line moves up by it once the answer comes.
 func TestSendsBehindTheQuestionWaitTheirTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a adaptive
-		a.ask(t)
+		sent := a.ask(t)
 		now := time.Now()
 		n := int(a.rel.asked) + 5
 		waits := make([]time.Duration, n)
@@ -110,5 +111,8 @@ func TestSendsBehindTheQuestionWaitTheirTurn(t *testing.T) {
 		granted := a.granted
 		a.cancel()
 		assert.InDelta(t, granted, a.granted, 1e-9, "a token given back lets nothing go beside the question")
+		time.Sleep(2 * time.Millisecond)
+		a.release(sent, 1, 2)
+		assert.InDelta(t, granted+2+1, a.granted, 1e-9, "the answer lets its room go, and the token given back is made up")
 	})
 }

@@ -81,6 +81,10 @@ type release struct {
 	// asked is what the reopen would have let go at once without it.
 	asking time.Time
 	asked  float64
+	// given is how many tokens were given back while the question was
+	// out (giveBack): made up when it is answered, so that the sends it
+	// lets go are sends still waiting.
+	given float64
 	// took is how long the scope's last served answer took to come: a
 	// question is asked only where its answer may come within releaseAsk.
 	took time.Duration
@@ -190,7 +194,7 @@ func (a *adaptive) begin(now time.Time) {
 	}
 	r.epStart, r.epServed, r.epRefused, r.served = now, 0, time.Time{}, r.served[:0]
 	r.step, r.stepServed, r.epSpent = now, 0, r.spentAt
-	r.asking = time.Time{}
+	r.asking, r.given = time.Time{}, 0
 	if r.quoted && r.let > 1 && !r.window && r.took < releaseAsk && !a.drains() && !a.sharing() {
 		// The limit publishes its room, and the hint did not say how much
 		// of it comes back at the hold's end: a sliding window whose end
@@ -220,8 +224,19 @@ func (a *adaptive) answer(now time.Time, room int64) {
 	if room >= 0 {
 		more = math.Min(float64(room), more)
 	}
-	r.asking, r.let = time.Time{}, r.let+more
+	r.let = r.let + more
 	a.granted, a.lastFill = math.Min(a.granted, a.issued)+more, now
+	a.unask()
+}
+
+// unask ends the reopen's question, answered or refused: the tokens given
+// back meanwhile are made up, as giveBack would have.
+func (a *adaptive) unask() {
+	r := &a.rel
+	if r.given > 0 {
+		a.granted = math.Min(a.granted+r.given, a.issued+a.capacity)
+	}
+	r.asking, r.given = time.Time{}, 0
 }
 
 // begins reports whether a send at now starts an episode.
@@ -287,7 +302,7 @@ func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 // now, of a send made at sent, with hint, a second or more.
 func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	r := &a.rel
-	r.asking = time.Time{} // refused: the question is answered by the hold
+	a.unask() // refused: the question is answered by the hold
 	start := r.epStart
 	reopen := now.Add(hint)
 	// What the episode's sends were served at over the whole cycle, hold

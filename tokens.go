@@ -131,12 +131,17 @@ func (a *adaptive) cancel() {
 
 // giveBack is cancel's work on the pace.
 func (a *adaptive) giveBack() {
-	// While the reopen's question is out, the token is not given back: a
-	// send would go beside the question. The line then waits a token
-	// longer, and a question that does not go is left to releaseAsk.
-	if a.enabled && a.rel.asking.IsZero() {
-		a.granted = math.Min(a.granted+1, a.issued+a.capacity)
+	if !a.enabled {
+		return
 	}
+	if !a.rel.asking.IsZero() {
+		// While the reopen's question is out, a token given back would
+		// let a send go beside it: it is made up once the question ends
+		// (unask), so that the line still moves up by one.
+		a.rel.given++
+		return
+	}
+	a.granted = math.Min(a.granted+1, a.issued+a.capacity)
 }
 
 // paceRecheck is the longest a paced send sleeps before it asks again
