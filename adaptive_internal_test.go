@@ -569,19 +569,23 @@ func TestHeadroomReadsTheRoomAsOfItsSend(t *testing.T) {
 // TestHeadroomTakesUpTheRoomInASecond: room to spare lifts the rate to
 // take it up within headroomSpan when that is more than a step, so that a
 // rate left low climbs at once; not where others send to the limit
-// unseen (crowded), where every Transport would take the whole room.
+// unseen (crowded), where every Transport would take the whole room, nor
+// where answers take releaseAsk or more and the room is stale.
 func TestHeadroomTakesUpTheRoomInASecond(t *testing.T) {
 	const rate = 4.0
+	step := rate * (1 + headroomGain/rate)
 	tests := []struct {
 		name    string
 		room    int64
 		crowded bool
+		took    time.Duration // the last served answer's time
 		want    float64
 	}{
-		{"room of ten: ten a second", 10, false, 10},
-		{"room of forty: forty a second", 40, false, 40},
-		{"room of four: a step", 4, false, rate * (1 + headroomGain/rate)},
-		{"room of ten, crowded: a step", 10, true, rate * (1 + headroomGain/rate)},
+		{"room of ten: ten a second", 10, false, time.Millisecond, 10},
+		{"room of forty: forty a second", 40, false, 50 * time.Millisecond, 40},
+		{"room of four: a step", 4, false, time.Millisecond, step},
+		{"room of ten, crowded: a step", 10, true, time.Millisecond, step},
+		{"room of ten, answers in 3 s: a step", 10, false, 3 * time.Second, step},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -589,6 +593,7 @@ func TestHeadroomTakesUpTheRoomInASecond(t *testing.T) {
 				var a adaptive
 				a.peak.Store(2)
 				a.crowded = tt.crowded
+				a.rel.took = tt.took
 				time.Sleep(2 * time.Second)
 				now := time.Now()
 				a.served(now)

@@ -302,7 +302,10 @@ func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 // now, of a send made at sent, with hint, a second or more.
 func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	r := &a.rel
-	a.unask() // refused: the question is answered by the hold
+	// Refused: the question, if one is out, is answered by the hold. The
+	// refusal's time is an answer's, before any served one is timed.
+	a.unask()
+	r.took = now.Sub(sent)
 	start := r.epStart
 	reopen := now.Add(hint)
 	// What the episode's sends were served at over the whole cycle, hold
@@ -398,12 +401,13 @@ func (a *adaptive) headroom(now, sent time.Time, room, others int64) {
 	switch {
 	case bucket:
 		rate = math.Max(known+float64(room-headroomRoom)/headroomSpan.Seconds(), known/2)
-	case room >= headroomLift && !a.crowded:
-		// Room to spare is taken up within headroomSpan at least: a
-		// rate a drain left low, which a window's return wiped
+	case room >= headroomLift && !a.crowded && r.took < releaseAsk:
+		// Room to spare, fresh, is taken up within headroomSpan at
+		// least: a rate a drain left low, which a window's return wiped
 		// (drained), does not climb back by an answer's share at a time.
-		// Not where others send to the limit unseen: each would take
-		// the whole room.
+		// Not where others send to the limit unseen, each of which would
+		// take the whole room, nor where answers are slow and the room
+		// they publish stale.
 		rate = math.Max(rate*step, float64(room)/headroomSpan.Seconds())
 	case room >= headroomLift:
 		rate *= step

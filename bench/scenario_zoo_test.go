@@ -282,7 +282,7 @@ func TestZooWithoutNginxSaysSo(t *testing.T) {
 // client honouring it may use), 1.5× elsewhere. (zoo-httprate's time
 // depends on the phase of its windows against whole seconds: over ten
 // phases it went over 1.5× in 4 of 52 heed-only runs before d426dee and
-// in none of 84 since, docs/pacing.md says how; a set over its bound runs
+// in 1 of 104 since, docs/pacing.md says how; a set over its bound runs
 // once more.)
 func zooBound(z *zooScenario) float64 {
 	if z.name == "zoo-nginx-429" || z.name == "zoo-bucket-seconds" {
