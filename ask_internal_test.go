@@ -116,3 +116,44 @@ func TestSendsBehindTheQuestionWaitTheirTurn(t *testing.T) {
 		assert.InDelta(t, granted+2+1, a.granted, 1e-9, "the answer lets its room go, and the token given back is made up")
 	})
 }
+
+// TestReopenAsksOnlyWhereItsAnswerCanCome: the reopen asks a limit that
+// published its quota spent; not one whose last answer took releaseAsk or
+// more (its answer would come too late), nor a known window, nor a pace
+// shared through a gate, whose other Transports would ask the gate every
+// askRecheck while the question is out; those let the burst go at once.
+func TestReopenAsksOnlyWhereItsAnswerCanCome(t *testing.T) {
+	tests := []struct {
+		name  string
+		new   func() *adaptive
+		after func(a *adaptive) // before the hold ends
+		asks  bool
+	}{
+		{"quick answers: asks", func() *adaptive { return &adaptive{} }, func(*adaptive) {}, true},
+		{"answers in 200 ms: lets the burst go", func() *adaptive { return &adaptive{} }, func(a *adaptive) { a.rel.took = 200 * time.Millisecond }, false},
+		{"a known window: lets the burst go", func() *adaptive { return &adaptive{} }, func(a *adaptive) { a.rel.window = true }, false},
+		{"a shared pace: lets the burst go", func() *adaptive {
+			return &adaptive{shared: &sharedPace{gate: NewGate().(PaceGate), scope: "s"}}
+		}, func(*adaptive) {}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := tt.new()
+				a.firstHerd(8, 4, 0)
+				require.True(t, a.rel.quoted)
+				a.mu.Lock()
+				tt.after(a)
+				a.mu.Unlock()
+				time.Sleep(time.Second)
+				require.Zero(t, a.waitAndSend(time.Now()), "the hold is over")
+				a.mu.Lock()
+				defer a.mu.Unlock()
+				assert.Equal(t, tt.asks, !a.rel.asking.IsZero(), "asks")
+				if !tt.asks {
+					assert.Greater(t, a.granted-a.issued, 0.0, "the burst goes at once")
+				}
+			})
+		})
+	}
+}

@@ -85,8 +85,9 @@ type release struct {
 	// out (giveBack): made up when it is answered, so that the sends it
 	// lets go are sends still waiting.
 	given float64
-	// took is how long the scope's last served answer took to come: a
-	// question is asked only where its answer may come within releaseAsk.
+	// took is how long the scope's last answer, served or refused with a
+	// hint of a second or more, took to come: a question is asked, and
+	// room taken up at once, only where answers come within releaseAsk.
 	took time.Duration
 }
 
@@ -224,7 +225,7 @@ func (a *adaptive) answer(now time.Time, room int64) {
 	if room >= 0 {
 		more = math.Min(float64(room), more)
 	}
-	r.let = r.let + more
+	r.let += more
 	a.granted, a.lastFill = math.Min(a.granted, a.issued)+more, now
 	a.unask()
 }

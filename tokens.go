@@ -106,15 +106,15 @@ func (a *adaptive) until(k float64) time.Duration {
 	if a.granted >= k {
 		return 0
 	}
+	ahead, least := k-a.granted, time.Duration(0)
 	if r := &a.rel; !r.asking.IsZero() {
 		// The reopen's answer may come at any moment, and let go up to
 		// what the reopen would have: a token within that asks again
 		// soon; one past it waits at least for the rate beyond it.
-		past := k - (a.granted + r.asked - 1)
-		return max(askRecheck, time.Duration(math.Min(math.Ceil(past/a.fillRate*float64(time.Second)), float64(24*time.Hour))))
+		ahead, least = k-(a.granted+r.asked-1), askRecheck
 	}
 	// At most a day: a wait that long defers whatever the caller's time.
-	return time.Duration(math.Min(math.Ceil((k-a.granted)/a.fillRate*float64(time.Second)), float64(24*time.Hour)))
+	return max(least, time.Duration(math.Min(math.Ceil(ahead/a.fillRate*float64(time.Second)), float64(24*time.Hour))))
 }
 
 // cancel gives back a token whose send does not go: the next one comes a
