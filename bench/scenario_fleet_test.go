@@ -66,7 +66,9 @@ func fleetLabels(v fleetVariant) [3]string {
 // published quota, the shared redisgate draws at least 4× fewer 429s per
 // success than private gates; against nginx with Retry-After: 1, the
 // shared fleet finishes within 2× the ideal with at least 4× fewer 429s
-// per success than private gates. With Retry-After alone from a window the 429s come from sends in
+// per success than private gates (under the race detector, which slows
+// every process, those two are logged; the run without it judges them).
+// With Retry-After alone from a window the 429s come from sends in
 // flight when a window runs out, which no gate calls back
 // (docs/pacing.md), so that cut is only logged.
 func TestFleetLosesNothing(t *testing.T) {
@@ -101,9 +103,14 @@ func TestFleetLosesNothing(t *testing.T) {
 			// (redisgate's first contact spares it most of the first
 			// herd's: docs/pacing.md). Timing on a shared machine is
 			// noisy: a miss runs the variant once more, and the second
-			// run is judged.
+			// run is judged. Under the race detector, whose slowdown
+			// falls on every process of the fleet, the two figures are
+			// logged, not asserted: the run without it judges them.
 			ideal, _ := v.nginx.ideal(0, fleetProcs*v.quick)
-			if shared.wall > 2*ideal || private.perSuccess < 4*shared.perSuccess {
+			switch {
+			case raceEnabled:
+				t.Logf("%s: %v shared against an ideal of %v; 429s per success %s (not asserted under -race)", v.label, shared.wall, ideal, cut)
+			case shared.wall > 2*ideal || private.perSuccess < 4*shared.perSuccess:
 				t.Logf("%s: %v shared against an ideal of %v, %d 429s against %d private: once more", v.label, shared.wall, ideal, shared.refused, private.refused)
 				t.Setenv("HEED_BENCH_FLEET", v.key)
 				var again, errs bytes.Buffer
@@ -113,8 +120,10 @@ func TestFleetLosesNothing(t *testing.T) {
 				private = parseFleetCell(t, tb2.cell(t, l[0], "heed"))
 				shared = parseFleetCell(t, tb2.cell(t, l[1], "heed"))
 			}
-			assert.LessOrEqual(t, shared.wall, 2*ideal, "%s: the shared fleet within 2× the ideal", v.label)
-			assert.GreaterOrEqual(t, private.perSuccess, 4*shared.perSuccess, "%s: the shared redisgate cuts 429s per success at least 4×", v.label)
+			if !raceEnabled {
+				assert.LessOrEqual(t, shared.wall, 2*ideal, "%s: the shared fleet within 2× the ideal", v.label)
+				assert.GreaterOrEqual(t, private.perSuccess, 4*shared.perSuccess, "%s: the shared redisgate cuts 429s per success at least 4×", v.label)
+			}
 			assert.Equal(t, shared.of, shared.ok, "%s: every call ended in a 2xx", v.label)
 		}
 		for _, col := range []string{"bare net/http", "go-retryablehttp", "failsafe-go", "resty v2"} {
