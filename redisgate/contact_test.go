@@ -249,11 +249,11 @@ func TestFirstContactThroughTransports(t *testing.T) {
 			// server's first arrival when the first send is slow to dial.
 			// Sends let go as it ends may overlap the last it admitted:
 			// the span's last 50 ms are not judged.
-			ctx := context.Background()
-			keys, err := s.client(t).Keys(ctx, prefix+"*:contact").Result()
+			ctx, rc := context.Background(), s.client(t)
+			keys, err := rc.Keys(ctx, prefix+"*:contact").Result()
 			require.NoError(t, err)
 			require.Len(t, keys, 1)
-			since, err := s.client(t).Get(ctx, keys[0]).Int64()
+			since, err := rc.Get(ctx, keys[0]).Int64()
 			require.NoError(t, err)
 			start := time.UnixMilli(since)
 			var most, early, after int
