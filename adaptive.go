@@ -19,7 +19,8 @@ import (
 // until the next throttle. Its bucket holds up to a second of sends, so a
 // scope that waited at the gate may send a burst when the gate opens, as a
 // fixed-window server allows, while a token-bucket server, which refills
-// slowly, sees a steady rate and few 429s.
+// slowly, sees a steady rate and few 429s. After a refusal with no hint it
+// holds a quarter second (blindCapacity): the server's burst is not known.
 type adaptive struct {
 	mu sync.Mutex
 
@@ -108,10 +109,18 @@ type paceState struct {
 	lastMax      float64 // the rate when last throttled
 	lastThrottle time.Time
 	k            float64 // seconds for the cubic to climb back to lastMax
+	// cut is the last token granted when the cubic last cut the rate: a
+	// send that went on it or before, or on none, went before the cut
+	// took effect, and its refusal tells of the burst already cut for.
+	cut float64
 
 	long bool    // the last throttle that set the pace had a hint of a second or more
 	rel  release // the rule for such hints (release.go)
 }
+
+// blindCapacity is the share of a second of the pace that its bucket
+// holds after a refusal with no hint.
+const blindCapacity = 0.25
 
 // paceHintLimit is the shortest hint that the gate alone answers: a
 // throttle with such a hint does not lower the pace.
@@ -260,6 +269,12 @@ func (a *adaptive) release(sent time.Time, level, room int64) {
 // is what the answer published of the scope's quota, the sends it takes
 // before the quota's reset, or -1 when it published none.
 func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hint time.Duration, room int64) bool {
+	return a.answeredOn(now, sent, level, throttled, hint, room, token{n: math.Inf(1)})
+}
+
+// answeredOn is answered for a send that went on pacing token k (its n 0:
+// on none; +Inf: not known, taken as paced after every cut).
+func (a *adaptive) answeredOn(now, sent time.Time, level int64, throttled bool, hint time.Duration, room int64, k token) bool {
 	others := a.flight.sub()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -287,21 +302,25 @@ func (a *adaptive) answered(now, sent time.Time, level int64, throttled bool, hi
 	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.herded()) {
 		a.join(now, hint, false)
 	}
+	if k.gen != a.gen {
+		k.n += a.shift // of the numbering before the last join
+	}
 	if !a.sharing() {
-		a.paced(now, sent, level, throttled, hint, others, room)
+		a.paced(now, sent, level, throttled, hint, others, room, k.n)
 	} else {
-		a.pacedShared(now, sent, level, throttled, hint, others, room)
+		a.pacedShared(now, sent, level, throttled, hint, others, room, k.n)
 	}
 	return false
 }
 
 // pacedShared is paced on the gate's pace.
-func (a *adaptive) pacedShared(now, sent time.Time, level int64, throttled bool, hint time.Duration, others, room int64) {
-	a.through(func() { a.paced(now, sent, level, throttled, hint, others, room) }, nil)
+func (a *adaptive) pacedShared(now, sent time.Time, level int64, throttled bool, hint time.Duration, others, room int64, k float64) {
+	a.through(func() { a.paced(now, sent, level, throttled, hint, others, room, k) }, nil)
 }
 
-// paced is answered's part that sets the pace.
-func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint time.Duration, others, room int64) {
+// paced is answered's part that sets the pace; k is the number of the
+// pacing token the send went on (answeredOn).
+func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint time.Duration, others, room int64, k float64) {
 	// A lone caller, one send at a time, makes no herd: the server's hints
 	// pace it. The limiter starts on a throttle of a send that was in
 	// flight beside another send of the scope: one still out as it is
@@ -311,11 +330,12 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	// server first, and the rest of the herd had not sent yet) is a herd
 	// all the same, and its waiters would otherwise go all at once when
 	// the hold ends; so is one whose other sends wait at the gate for
-	// the scope's sends in flight (queued). (A refusal with no hint
+	// the scope's sends in flight (queued), or for a slot under the
+	// learned cap, which lets them go one at a time. (A refusal with no hint
 	// answered when no other send is out is not the learned cap's, which
 	// answered leaves to refusals with others in flight: it starts the
 	// rate's pace here.)
-	if !a.enabled && (!throttled || others <= 0 && level <= 1 && a.herdAt.Load() < mono(sent) && a.queued.Load() == 0) {
+	if !a.enabled && (!throttled || others <= 0 && level <= 1 && a.herdAt.Load() < mono(sent) && a.queued.Load() == 0 && !a.ceil.queued()) {
 		if !throttled && level > 0 && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
 			// Joined before the pace started: served in the first
 			// episode, which the Transport that starts it counts on.
@@ -324,7 +344,12 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 		return
 	}
 	long := hint >= paceHintLimit
-	if throttled && a.enabled && !sent.After(a.lastThrottle) {
+	if throttled && a.enabled && (!sent.After(a.lastThrottle) || hint == 0 && !a.long && k <= a.cut) {
+		// Of a burst already cut for: sent before the cut, or after it
+		// on a token the cut found granted, or on none (a send that
+		// passed the pace before it began, and waited for a slot). A
+		// burst's refusals spread over time, as backoffs that end apart
+		// send them, cut once, not once each.
 		return
 	}
 	// A hint of a second or more is the release's (release.go); the
@@ -348,6 +373,12 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 		base := a.rate()
 		if a.enabled {
 			base = math.Min(base, a.fillRate)
+			if a.issued > a.granted {
+				// Sends wait for tokens: the scope sends at the pace,
+				// which the measured rate, smoothed over half seconds,
+				// trails.
+				base = a.fillRate
+			}
 		}
 		if hint == 0 {
 			// A refusal with no hint says the pace was too high, not that
@@ -383,7 +414,23 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	a.refill(now)
 	a.fillRate = math.Max(rate, math.Max(a.floor, adaptiveMinRate))
 	a.capacity = math.Max(rate, 1)
+	if a.floor <= adaptiveMinRate {
+		// Refused with no hint: the server's burst is not known, and may
+		// be far less than a second of its rate, as a token bucket's is.
+		// A scope whose sends all backed off at once would otherwise let
+		// their retries go as one burst of the tokens stored meanwhile.
+		a.capacity = math.Max(rate*blindCapacity, 1)
+	}
 	a.granted = math.Min(a.granted, a.issued+a.capacity)
+	if throttled {
+		if hint == 0 {
+			// The burst refused went on the tokens granted so far: none
+			// stored goes on top of it, and every send from now on waits
+			// for the new rate's.
+			a.granted = math.Min(a.granted, a.issued)
+		}
+		a.cut = a.granted
+	}
 }
 
 // longThrottle starts or steers the release on a throttle, at now, of a
@@ -464,9 +511,11 @@ func (a *adaptive) heldElsewhere(now time.Time, hint time.Duration, herd bool) {
 const elsewhereHintLimit = paceHintLimit / 2
 
 // measure counts the send that made gone sends, at now, into the smoothed
-// send rate: sends per half second in which there were any. Before the
-// first half second is over, the rate is the count over the time so far,
-// taken as at least a tenth of a second.
+// send rate: sends per half second in which there were any. The first
+// bucket runs from the first send to the end of its half second, or of
+// the next if less than a quarter second is left; until it ends, the rate
+// is the count over the time so far, taken as at least a tenth of a
+// second.
 func (a *adaptive) measure(now time.Time, n, gone int64) {
 	b := n / (int64(time.Second) / adaptiveBucket) // n is near 2^62: no product
 	if a.bucket.Load() == b {
@@ -495,6 +544,19 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 		rate := float64(max(count, 1)) * adaptiveBucket // this send at least
 		if a.warm.Load() {
 			rate = rate*adaptiveSmooth + a.measured*(1-adaptiveSmooth)
+		} else {
+			// The first bucket began with the first send, not with the
+			// half second: its sends are a rate over that part of it.
+			// Less than a quarter second of it goes on into this one:
+			// a herd whose sends straddle the half second's end would
+			// otherwise be measured by the few before it.
+			span := time.Duration((cur+1)*(int64(time.Second)/adaptiveBucket) - mono(a.first))
+			if span < time.Second/adaptiveBucket/2 {
+				a.bucket.Store(b)
+				a.latest.Store(n)
+				return
+			}
+			rate = float64(max(count, 1)) / span.Seconds()
 		}
 		a.measured = rate
 		if count > 0 {

@@ -327,7 +327,7 @@ func TestAdaptiveCutsFromWhatWasServed(t *testing.T) {
 					sent := time.Now()
 					time.Sleep(time.Millisecond)
 					a.mu.Lock()
-					a.paced(time.Now(), sent, 2, true, 0, 1, -1)
+					a.paced(time.Now(), sent, 2, true, 0, 1, -1, math.Inf(1))
 					a.mu.Unlock()
 					time.Sleep(20 * time.Millisecond)
 				}
@@ -700,4 +700,90 @@ func TestFormingSendCheckedWhilePeaksCross(t *testing.T) {
 	assert.Equal(t, int64(3), level3)
 	assert.True(t, rose3)
 	assert.Equal(t, int64(3), a.peak.Load())
+}
+
+// TestAdaptiveCutsOncePerBurstOfTokens: a refusal with no hint cuts the
+// pace only when its send went on a token granted after the last cut.
+// The sends of a burst the cut found granted, and sends on no token (they
+// passed the pace before it began), are refused as the server drains that
+// burst, however spread their answers: they do not cut again. After such a
+// cut, the pace's bucket holds a quarter of a second of its rate, so that
+// a scope idle meanwhile lets go no larger burst.
+func TestAdaptiveCutsOncePerBurstOfTokens(t *testing.T) {
+	for _, tc := range []struct {
+		herd int           // sends of the first herd
+		over time.Duration // the time they went over
+		idle time.Duration // the scope's idle time before the next burst
+	}{
+		{32, 100 * time.Millisecond, 500 * time.Millisecond},
+		{100, 100 * time.Millisecond, time.Second},
+		{10, 500 * time.Millisecond, 2 * time.Second},
+	} {
+		t.Run(strconv.Itoa(tc.herd)+" in "+tc.over.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Each send is answered before the next goes, so that no
+				// refusal is the learned cap's (concurrency.go).
+				var a adaptive
+				take := func() token {
+					k, w := a.reserve(time.Now())
+					require.Zero(t, w, "a token is granted")
+					return k
+				}
+				refuse := func(k token) {
+					sent := time.Now()
+					a.sent(sent)
+					time.Sleep(5 * time.Millisecond)
+					a.answeredOn(time.Now(), sent, 2, true, 0, -1, k)
+				}
+				for range tc.herd - 1 {
+					sent := time.Now()
+					a.sent(sent)
+					a.release(sent, 2, -1)
+					time.Sleep(tc.over / time.Duration(tc.herd))
+				}
+				refuse(token{})
+				require.True(t, a.enabled, "the herd's refusal starts the pace")
+				rate := a.fillRate
+
+				// The scope idles: its bucket fills to a quarter second.
+				time.Sleep(tc.idle)
+				a.mu.Lock()
+				a.refill(time.Now())
+				stored := a.granted - a.issued
+				a.mu.Unlock()
+				assert.LessOrEqual(t, stored, math.Max(rate*blindCapacity, 1)+1e-9, "a quarter second of the pace stored")
+
+				// The stored tokens go as one burst, refused one by one:
+				// the first refusal cuts, the rest of that burst do not,
+				// nor do sends that went on no token.
+				var burst []token
+				for range int(stored) {
+					burst = append(burst, take())
+				}
+				require.NotEmpty(t, burst)
+				for i, k := range burst {
+					refuse(k)
+					if i == 0 {
+						assert.Less(t, a.fillRate, rate, "the burst's first refusal cuts")
+						rate = a.fillRate
+					}
+					refuse(token{}) // a send that passed the pace before it began
+					assert.Equal(t, rate, a.fillRate, "one cut for the burst")
+				}
+
+				// A send on a token granted after that cut is the new
+				// pace's, and its refusal cuts again; the tokens the cut
+				// found stored go first.
+				time.Sleep(time.Second)
+				k := take()
+				for k.n <= a.cut {
+					refuse(k)
+					assert.Equal(t, rate, a.fillRate, "a token the cut found stored")
+					k = take()
+				}
+				refuse(k)
+				assert.Less(t, a.fillRate, rate, "a refusal of the new pace cuts")
+			})
+		})
+	}
 }

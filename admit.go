@@ -139,6 +139,7 @@ func (c *call) waitForGate(attempt int, now, nb time.Time, scopeHeld, paced bool
 		// The token goes back for a send that can use it now; this one
 		// takes another after its wait.
 		c.local.limiter.cancel()
+		c.token = token{}
 	}
 	if recheck {
 		c.local.limiter.queue(now, 1)
@@ -157,6 +158,7 @@ func (c *call) waitForGate(attempt int, now, nb time.Time, scopeHeld, paced bool
 func (c *call) pace(attempt int, now time.Time) (bool, error) {
 	l := &c.local.limiter
 	k, wait := l.reserve(now)
+	c.token = k
 	if wait == 0 {
 		return false, nil
 	}
@@ -183,6 +185,7 @@ func (c *call) pace(attempt int, now time.Time) (bool, error) {
 			return true, c.deferred(&d, attempt-1)
 		}
 	}
+	c.token = k
 	return true, nil
 }
 

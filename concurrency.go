@@ -253,6 +253,16 @@ func (c *ceiling) acquire(ctx context.Context, d time.Duration) (bool, error) {
 	return false, err
 }
 
+// queued reports whether sends wait for a slot.
+func (c *ceiling) queued() bool {
+	if !c.on.Load() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.line) > 0
+}
+
 // free reports whether one more send may be let through.
 func (c *ceiling) free() bool {
 	return c.limit == 0 || c.inflight.load()+c.admitted < c.limit

@@ -1,6 +1,8 @@
 package heed
 
 import (
+	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,4 +143,44 @@ func TestMeasureBucketsAreHalfSeconds(t *testing.T) {
 		assert.Equal(t, mono(now)/(int64(time.Second)/adaptiveBucket), b)
 		assert.Positive(t, b)
 	})
+}
+
+// TestMeasuredRateOfAFirstBucketCutShort: the first half second's bucket
+// begins with the scope's first send, wherever that falls in the half
+// second, and runs on into the next half second if less than a quarter of
+// it is left. A herd whose sends straddle the bucket's end measures the
+// same rate as one that does not: read as a whole half second, the few of
+// its sends before the end measured a fraction of it, and a pace started
+// from that went far below the server's rate.
+func TestMeasuredRateOfAFirstBucketCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		herd   int
+		before time.Duration // how long before the bucket's end the herd starts
+	}{
+		{32, 2 * time.Millisecond},
+		{32, 50 * time.Millisecond},
+		{32, 400 * time.Millisecond},
+		{10, time.Millisecond},
+		{128, 3 * time.Millisecond},
+	} {
+		t.Run(strconv.Itoa(tc.herd)+" sends, "+tc.before.String()+" before", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				half := int64(time.Second / adaptiveBucket)
+				end := (mono(time.Now())/half + 1) * half
+				time.Sleep(time.Duration(end-mono(time.Now())) - tc.before)
+				var a adaptive
+				for range tc.herd {
+					a.sent(time.Now())
+					time.Sleep(5 * time.Millisecond / time.Duration(tc.herd))
+				}
+				a.mu.Lock()
+				rate := a.rate()
+				a.mu.Unlock()
+				// The herd's count over its 5 ms, taken as a tenth of a
+				// second, wherever the half second ends.
+				want := float64(tc.herd) / math.Max((5*time.Millisecond).Seconds(), 0.1)
+				assert.InDelta(t, want, rate, want*0.1, "the herd's rate, not its part of a half second")
+			})
+		})
+	}
 }

@@ -594,6 +594,52 @@ func TestPacingToAConcurrencyLimit(t *testing.T) {
 // noHint is a refusal with no hint at all.
 func noHint(time.Duration) http.Header { return http.Header{} }
 
+// TestPacingAHerdRefusedWithNoHint: a token bucket that refuses with no
+// hint at all, as nginx's limit_req does by default, at the door (at once,
+// as nginx does) or after the answer's time. The pace starts at the herd's
+// first refusal, cuts once per burst of refusals however their answers
+// spread, and takes in the sends that waited for a slot under the learned
+// cap before it began: within 1.5× the ideal, (N − burst)/rate plus one
+// answer's time, at every parameter set, with no request failed. Under the
+// race detector, whose scheduling orders the herd's goroutines otherwise,
+// the figures are logged (docs/pacing.md).
+func TestPacingAHerdRefusedWithNoHint(t *testing.T) {
+	for _, tc := range []struct {
+		rate           float64
+		burst          int
+		latency        time.Duration
+		door           bool
+		total, workers int
+	}{
+		{50, 10, 10 * time.Millisecond, false, 300, 32},
+		{30, 6, 10 * time.Millisecond, false, 200, 32},
+		{100, 20, 10 * time.Millisecond, false, 400, 32},
+		{50, 100, 10 * time.Millisecond, false, 400, 128},
+		{50, 10, 2 * time.Millisecond, true, 300, 32},
+		{50, 10, 10 * time.Millisecond, true, 300, 32},
+		{30, 6, 10 * time.Millisecond, true, 200, 32},
+		{100, 20, 10 * time.Millisecond, true, 400, 32},
+		{50, 10, 15 * time.Millisecond, true, 300, 16},
+	} {
+		name := fmt.Sprintf("%g/s burst %d, %v, at the door %v, %d from %d", tc.rate, tc.burst, tc.latency, tc.door, tc.total, tc.workers)
+		t.Run(name, func(t *testing.T) {
+			for range 3 {
+				synctest.Test(t, func(t *testing.T) {
+					srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: tc.latency, hint: noHint, door: tc.door}
+					r := runHerd(t, srv, tc.total, tc.workers)
+					ideal := time.Duration(float64(tc.total-tc.burst)/tc.rate*float64(time.Second)) + tc.latency
+					t.Logf("%v against an ideal of %v (%.2f×), %d 429s, %d failed", r.wall, ideal, r.wall.Seconds()/ideal.Seconds(), r.refused, r.failed)
+					if raceEnabled {
+						return
+					}
+					assert.Zero(t, r.failed, "no request fails")
+					assert.LessOrEqual(t, r.wall, ideal*3/2, "within 1.5× the ideal")
+				})
+			}
+		})
+	}
+}
+
 // TestPacingASlowRateLimitIsNotACap: a slow token bucket that refuses with
 // no hint, in front of answers of a second or more, refuses sends at every
 // level in flight, and at first looks like a concurrency limit. The

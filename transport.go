@@ -253,6 +253,7 @@ type call struct {
 	calm    uint64
 	lent    bool
 	episode int64  // the episode heed's own gate admitted it in
+	token   token  // the pacing token the current attempt took, if any
 	urlText string // the request URL redacted, once needed
 
 	// the last attempt
@@ -280,6 +281,21 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 				c.done(nil, 0, sent, false, false)
 				c.releaseSlot(nil)
 				return nil, err
+			}
+			if c.token.n == 0 && c.local.limiter.active.Load() {
+				// It passed the pace before the pace began, and waited for
+				// a slot since: it goes in the pace, as the sends after it
+				// do, not on top of them, keeping its slot meanwhile.
+				waited, err := c.pace(attempt, sent)
+				if err != nil {
+					c.done(nil, 0, sent, false, false)
+					c.releaseSlot(nil)
+					c.wentCeiling(false)
+					return nil, err
+				}
+				if waited {
+					sent = time.Now()
+				}
 			}
 		}
 		if sent.Sub(passed) >= holdRecheck {
@@ -434,7 +450,7 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			// cap are not its.
 			c.local.limiter.release(went, 0, -1)
 		} else {
-			capped = c.local.limiter.answered(now, went, level, v.Class == Throttled, hint, c.room)
+			capped = c.local.limiter.answeredOn(now, went, level, v.Class == Throttled, hint, c.room, c.token)
 		}
 		if capped && p.maxAttempts > 1 && c.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not
