@@ -70,6 +70,7 @@ type adaptive struct {
 	warm     atomic.Bool  // a whole half second has been measured
 	mark     int64        // the sends gone before the current bucket's
 	first    time.Time    // the first send
+	opened   int64        // the first send measured, by mono: first, or after it (backdate)
 	measured float64      // the rate, once warm
 
 	// recent holds when this Transport's latest served sends went, in
@@ -302,7 +303,7 @@ func (a *adaptive) answeredOn(now, sent time.Time, level int64, throttled bool, 
 	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.herded()) {
 		a.join(now, hint, false)
 	}
-	if k.gen != a.gen {
+	if k.gen != a.gen && k.n != 0 {
 		k.n += a.shift // of the numbering before the last join
 	}
 	if !a.sharing() {
@@ -513,9 +514,10 @@ const elsewhereHintLimit = paceHintLimit / 2
 // measure counts the send that made gone sends, at now, into the smoothed
 // send rate: sends per half second in which there were any. The first
 // bucket runs from the first send to the end of its half second, or of
-// the next if less than a quarter second is left; until it ends, the rate
-// is the count over the time so far, taken as at least a tenth of a
-// second.
+// the next if less than a quarter second is left and the next send comes
+// in it; its rate, and the rate until it ends, is the count over the time
+// from the first send to the latest, taken as at least a tenth of a second
+// and at most three quarters.
 func (a *adaptive) measure(now time.Time, n, gone int64) {
 	b := n / (int64(time.Second) / adaptiveBucket) // n is near 2^62: no product
 	if a.bucket.Load() == b {
@@ -534,6 +536,7 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 			a.first = now
 		}
 		a.mark = (gone - 1) & int64(flightGone)
+		a.opened = n
 		a.bucket.Store(b)
 		a.latest.Store(n)
 	case b > cur:
@@ -550,12 +553,18 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 			// Less than a quarter second of it goes on into this one:
 			// a herd whose sends straddle the half second's end would
 			// otherwise be measured by the few before it.
-			span := time.Duration((cur+1)*(int64(time.Second)/adaptiveBucket) - mono(a.first))
-			if span < time.Second/adaptiveBucket/2 {
+			half := int64(time.Second) / adaptiveBucket
+			if end := (cur + 1) * half; end-a.opened < half/2 && b == cur+1 {
 				a.bucket.Store(b)
 				a.latest.Store(n)
 				return
 			}
+			// Over the time from the first send measured to the latest
+			// before this one, within the tenth of a second to the three
+			// quarters a first bucket may span: an idle gap after it is
+			// not sending slowly.
+			span := time.Duration(a.latest.Load() - a.opened)
+			span = min(max(span, time.Second/10), 3*time.Second/adaptiveBucket/2)
 			rate = float64(max(count, 1)) / span.Seconds()
 		}
 		a.measured = rate
@@ -573,17 +582,19 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 	}
 }
 
-// rate is the measured send rate: before the first half second is over,
-// the count over the time from the first send to the latest, taken as at
-// least a tenth of a second. The caller holds the lock.
+// rate is the measured send rate: before the first bucket is over, the
+// count over the time from the first send measured to the latest, taken as
+// at least a tenth of a second. The caller holds the lock.
 func (a *adaptive) rate() float64 {
 	if a.warm.Load() {
 		return a.measured
 	}
-	if a.first.IsZero() {
+	if a.opened == 0 {
 		return 0
 	}
-	d := time.Duration(a.latest.Load() - mono(a.first))
+	// From the first send measured: a calm call's send long out before it
+	// (backdate) is not sending slowly.
+	d := time.Duration(a.latest.Load() - a.opened)
 	return float64(since(a.mark, a.flight.gone())) / math.Max(d.Seconds(), 0.1)
 }
 

@@ -787,3 +787,32 @@ func TestAdaptiveCutsOncePerBurstOfTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestAdaptiveNoTokenIsNoneInAnyNumbering: a send on no pacing token (it
+// passed the gate before the pace began) is on none after a join renumbers
+// the tokens too: its refusal tells of the burst already cut for, and does
+// not cut the pace the Transport joined.
+func TestAdaptiveNoTokenIsNoneInAnyNumbering(t *testing.T) {
+	for _, shift := range []float64{1, 40, 500} {
+		t.Run(strconv.FormatFloat(shift, 'f', -1, 64), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				now := time.Now()
+				a.enabled, a.fillRate, a.capacity, a.lastFill = true, 50, 12.5, now
+				a.floor, a.lastThrottle = adaptiveMinRate, now
+				a.issued, a.granted, a.cut = shift/2, shift/2, shift/2
+				a.active.Store(true)
+				a.gen, a.shift = 1, shift // a join since the send reserved
+				time.Sleep(100 * time.Millisecond)
+				sent := time.Now()
+				a.sent(sent)
+				time.Sleep(5 * time.Millisecond)
+				a.answeredOn(time.Now(), sent, 1, true, 0, -1, token{})
+				assert.Equal(t, 50.0, a.fillRate, "no cut for a send on no token")
+				a.sent(sent)
+				a.answeredOn(time.Now(), sent, 1, true, 0, -1, token{n: 11, gen: 0})
+				assert.Less(t, a.fillRate, 50.0, "a token of the old numbering past the cut cuts")
+			})
+		})
+	}
+}

@@ -32,13 +32,19 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		if !paced {
 			paced = true
-			waited, err := c.pace(attempt, now)
-			if err != nil {
-				return now, err
-			}
-			if waited {
-				now = time.Now()
-				stale = true
+			c.token = token{}
+			// Under a learned cap, a send takes its pacing token once it
+			// has a slot (run), so that a token does not age in the
+			// cap's line while the pace is cut.
+			if !c.local.limiter.ceil.on.Load() {
+				waited, err := c.pace(attempt, now)
+				if err != nil {
+					return now, err
+				}
+				if waited {
+					now = time.Now()
+					stale = true
+				}
 			}
 		}
 		// A send in a named limit waits for its request scope's hold
@@ -135,7 +141,7 @@ func (c *call) waitForGate(attempt int, now, nb time.Time, scopeHeld, paced bool
 		spread = min(base/50, maxGateSpread)
 	}
 	wait := base + rules.RandUpTo(spread)
-	if paced {
+	if paced && c.token.n != 0 {
 		// The token goes back for a send that can use it now; this one
 		// takes another after its wait.
 		c.local.limiter.cancel()

@@ -59,6 +59,9 @@ type wireCheck struct {
 	// the server sees the order of its scope's sends, which the time it
 	// passed the gate, before dialing, is not. Zero until then.
 	wrote time.Time
+	// token is the pacing token the send went on, once the check let it
+	// be written: another than the gate's, when it waited for a hold
+	token token
 }
 
 // wired returns out to be sent with the wire check, when its scope was
@@ -101,7 +104,7 @@ func (check *wireCheck) gotConn(info httptrace.GotConnInfo) {
 	var de *DeferredError
 	if !errors.As(err, &de) {
 		check.mu.Lock()
-		check.wrote = wrote
+		check.wrote, check.token = wrote, c.token
 		check.mu.Unlock()
 		return // a context that ends fails the send itself
 	}
@@ -230,15 +233,16 @@ func (check *wireCheck) finish(resp *http.Response, err error) (*http.Response, 
 	return resp, nil
 }
 
-// went returns when the checked send went: when the check let it be
-// written, or sent, when it did not run (no connection was made).
-func (check *wireCheck) went(sent time.Time) time.Time {
+// went returns when the checked send went, and on which pacing token:
+// when the check let it be written, or sent and k, when it did not run (no
+// connection was made).
+func (check *wireCheck) went(sent time.Time, k token) (time.Time, token) {
 	check.mu.Lock()
 	defer check.mu.Unlock()
 	if check.wrote.After(sent) {
-		return check.wrote
+		return check.wrote, check.token
 	}
-	return sent
+	return sent, k
 }
 
 // onClose returns body, calling f once when it is first closed. A body that
