@@ -21,7 +21,8 @@ import (
 // called, if the caller has it.
 func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 	p := c.policy
-	paced := false // holds a pacing token
+	paced := false    // passed the pace, or skipped it for the learned cap (run)
+	reserved := false // holds a pacing token, or none for a pace that was off
 	// stale: the call waited since it was last admitted or began (a
 	// retry waited out its backoff), so the fleet's names are merged for
 	// its shape if it is not seen (fleetnames.go)
@@ -36,7 +37,7 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 			// Under a learned cap, a send takes its pacing token once it
 			// has a slot (run), so that a token does not age in the
 			// cap's line while the pace is cut.
-			if !c.local.limiter.ceil.on.Load() {
+			if reserved = !c.local.limiter.ceil.on.Load(); reserved {
 				waited, err := c.pace(attempt, now)
 				if err != nil {
 					return now, err
@@ -86,10 +87,10 @@ func (c *call) passGate(attempt int, now time.Time) (time.Time, error) {
 		}
 		// Not admitted: wait for the gate to open (waitForGate); a pacing
 		// token held goes back.
-		if err := c.waitForGate(attempt, now, nb, scopeHeld, paced); err != nil {
+		if err := c.waitForGate(attempt, now, nb, scopeHeld, reserved); err != nil {
 			return now, err
 		}
-		paced = false
+		paced, reserved = false, false
 		now, stale = time.Time{}, true
 	}
 }
@@ -141,7 +142,7 @@ func (c *call) waitForGate(attempt int, now, nb time.Time, scopeHeld, paced bool
 		spread = min(base/50, maxGateSpread)
 	}
 	wait := base + rules.RandUpTo(spread)
-	if paced && c.token.n != 0 {
+	if paced {
 		// The token goes back for a send that can use it now; this one
 		// takes another after its wait.
 		c.local.limiter.cancel()

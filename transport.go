@@ -282,22 +282,22 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 				c.releaseSlot(nil)
 				return nil, err
 			}
-		}
-		if c.token.n == 0 && c.local.limiter.active.Load() {
-			// It took no pacing token at the gate: the learned cap's send
-			// takes it once it has its slot, keeping the slot meanwhile,
-			// and a send that passed the gate before the pace began
-			// takes it now, so that it goes in the pace, as the sends
-			// after it do, not on top of them.
-			waited, err := c.pace(attempt, sent)
-			if err != nil {
-				c.done(nil, 0, sent, false, false)
-				c.releaseSlot(nil)
-				c.wentCeiling(false)
-				return nil, err
-			}
-			if waited {
-				sent = time.Now()
+			if c.token.n == 0 && c.local.limiter.active.Load() {
+				// The learned cap's send takes its pacing token once it
+				// has its slot, keeping the slot meanwhile (passGate); so
+				// does one that passed the gate before the pace began,
+				// and waited for a slot since: it goes in the pace, as the
+				// sends after it do, not on top of them.
+				waited, err := c.pace(attempt, sent)
+				if err != nil {
+					c.done(nil, 0, sent, false, false)
+					c.releaseSlot(nil)
+					c.wentCeiling(false)
+					return nil, err
+				}
+				if waited {
+					sent = time.Now()
+				}
 			}
 		}
 		if sent.Sub(passed) >= holdRecheck {
