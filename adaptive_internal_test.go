@@ -816,3 +816,68 @@ func TestAdaptiveNoTokenIsNoneInAnyNumbering(t *testing.T) {
 		})
 	}
 }
+
+// TestAdaptiveCutWhileSendsWaitIsACutOfThePace: a refusal with no hint
+// while sends wait for tokens cuts from the pace, at which the scope is
+// sending, not from the measured rate, which trails it.
+func TestAdaptiveCutWhileSendsWaitIsACutOfThePace(t *testing.T) {
+	for _, tc := range []struct {
+		pace, measured float64
+		waiting        float64 // sends waiting for tokens
+	}{
+		{50, 20, 5},
+		{200, 40, 1},
+		{10, 3, 30},
+	} {
+		t.Run(strconv.FormatFloat(tc.pace, 'f', -1, 64), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				now := time.Now()
+				a.enabled, a.fillRate, a.capacity, a.lastFill = true, tc.pace, tc.pace/4, now
+				a.floor, a.lastThrottle = adaptiveMinRate, now
+				a.issued, a.granted = 100+tc.waiting, 100
+				a.measured = tc.measured
+				a.warm.Store(true)
+				a.active.Store(true)
+				time.Sleep(10 * time.Millisecond)
+				sent := time.Now()
+				a.sent(sent)
+				a.answeredOn(time.Now(), sent, 1, true, 0, -1, token{n: a.issued})
+				assert.InDelta(t, tc.pace*adaptiveBeta, a.fillRate, 1e-9, "0.7 of the pace")
+
+				// With none waiting, the cut is from the rate the scope sent at.
+				a.issued = a.granted
+				time.Sleep(10 * time.Millisecond)
+				a.measured = tc.measured
+				sent = time.Now()
+				a.sent(sent)
+				a.answeredOn(time.Now(), sent, 1, true, 0, -1, token{n: math.Inf(1)})
+				assert.InDelta(t, math.Min(tc.measured, tc.pace*adaptiveBeta)*adaptiveBeta, a.fillRate, 1e-9, "0.7 of the measured rate")
+			})
+		})
+	}
+}
+
+// TestAdaptiveSendsQueuedUnderTheCapMakeAHerd: a lone send's refusal with
+// no hint starts no pace, but one whose scope has sends waiting for a slot
+// under the learned cap is a herd's, and starts it.
+func TestAdaptiveSendsQueuedUnderTheCapMakeAHerd(t *testing.T) {
+	for _, queued := range []int{0, 1, 5} {
+		t.Run(strconv.Itoa(queued), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				a.ceil.limit, a.ceil.inflight = 1, &a.flight
+				a.ceil.on.Store(true)
+				for range queued {
+					a.ceil.line = append(a.ceil.line, make(chan struct{}))
+				}
+				time.Sleep(time.Second)
+				sent := time.Now()
+				a.sent(sent)
+				time.Sleep(10 * time.Millisecond)
+				a.answeredOn(time.Now(), sent, 1, true, 0, -1, token{})
+				assert.Equal(t, queued > 0, a.enabled, "the pace starts for a herd queued under the cap")
+			})
+		})
+	}
+}
