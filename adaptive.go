@@ -67,6 +67,7 @@ type adaptive struct {
 	// the first of each bucket, which closes the one before under the lock.
 	bucket   atomic.Int64 // index of the current half second; 0: none yet
 	latest   atomic.Int64 // the latest send before warm, as a mono count
+	earliest atomic.Int64 // the earliest send before warm, as a mono count; 0: none
 	warm     atomic.Bool  // a whole half second has been measured
 	mark     int64        // the sends gone before the current bucket's
 	first    time.Time    // the first send
@@ -350,7 +351,12 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 		// on a token the cut found granted, or on none (a send that
 		// passed the pace before it began, and waited for a slot). A
 		// burst's refusals spread over time, as backoffs that end apart
-		// send them, cut once, not once each.
+		// send them, cut once, not once each. One answered later than the
+		// first, with a hint of a second or more, holds the scope longer:
+		// the release reopens at that hold's end.
+		if r := &a.rel; a.long && hint >= paceHintLimit && now.Before(r.reopen) && now.Add(hint).After(r.reopen) {
+			r.reopen = now.Add(hint)
+		}
 		return
 	}
 	// A hint of a second or more is the release's (release.go); the
@@ -446,8 +452,8 @@ func (a *adaptive) longThrottle(now, sent time.Time, hint time.Duration) {
 		// the burst it takes at once. Transports that
 		// joined the gate's pace before it started have added theirs.
 		start := sent.Add(-hint)
-		if start.Before(a.first) {
-			start = a.first
+		if first := a.firstSend(); start.Before(first) {
+			start = first
 		}
 		if !a.joined || a.rel.epStart.IsZero() || a.rel.epStart.Before(start.Add(-hint)) {
 			// Alone, or what was added is too old: this Transport's.
@@ -523,8 +529,12 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 	if a.bucket.Load() == b {
 		if !a.warm.Load() {
 			a.latest.Store(n)
+			a.lower(n)
 		}
 		return
+	}
+	if !a.warm.Load() {
+		a.lower(n)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -580,6 +590,32 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 			a.latest.Store(n)
 		}
 	}
+}
+
+// lower records a send before warm at n, a mono count, as the earliest if
+// it is: a herd's sends are stamped before they are measured, in whatever
+// order their goroutines run, so the first measured (first) may have gone
+// after others.
+func (a *adaptive) lower(n int64) {
+	for {
+		e := a.earliest.Load()
+		if e != 0 && e <= n || a.earliest.CompareAndSwap(e, n) {
+			return
+		}
+	}
+}
+
+// firstSend returns when the scope's first send went: the first measured,
+// or a calm call's counted in (backdate), or one measured after either
+// that went before them. The caller holds the lock.
+func (a *adaptive) firstSend() time.Time {
+	first := a.first
+	if e := a.earliest.Load(); e != 0 {
+		if t := monoEpoch.Add(time.Duration(e - monoOffset)); first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	return first
 }
 
 // rate is the measured send rate: before the first bucket is over, the

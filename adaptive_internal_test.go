@@ -1,6 +1,7 @@
 package heed
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -877,6 +878,202 @@ func TestAdaptiveSendsQueuedUnderTheCapMakeAHerd(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 				a.answeredOn(time.Now(), sent, 1, true, 0, -1, token{})
 				assert.Equal(t, queued > 0, a.enabled, "the pace starts for a herd queued under the cap")
+			})
+		})
+	}
+}
+
+// TestAdaptiveFirstBurstCountsSendsMeasuredLate: a herd's sends are stamped
+// before they are measured, in whatever order their goroutines run. Sends
+// stamped before the first one measured, served and answered after the
+// refusal, are the first episode's burst all the same: counted from the
+// first measured, none was, the reopen let go a burst of one, and the
+// rate past it started at two a second.
+func TestAdaptiveFirstBurstCountsSendsMeasuredLate(t *testing.T) {
+	tests := []struct {
+		served int
+		ahead  time.Duration // how much earlier than the first measured they went
+	}{
+		{9, time.Millisecond},
+		{4, 5 * time.Millisecond},
+		{20, 300 * time.Microsecond},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d sends %v ahead", tt.served, tt.ahead), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				early := time.Now()
+				time.Sleep(tt.ahead)
+				late := time.Now()
+				a.sent(late) // measured first, and refused
+				for range tt.served {
+					a.sent(early)
+				}
+				time.Sleep(2 * time.Millisecond)
+				a.answered(time.Now(), late, 0, true, time.Second, -1)
+				for range tt.served {
+					a.release(early, 1, -1)
+				}
+				require.True(t, a.rel.on)
+				time.Sleep(time.Second)
+				require.Zero(t, a.waitAndSend(time.Now()), "the reopen")
+				assert.InDelta(t, float64(tt.served), a.rel.burst, 1e-9, "the burst is every send served before the refusal")
+			})
+		})
+	}
+}
+
+// TestReleaseHoldsNoTokens: while the release holds the scope, a send takes
+// no token and waits for the reopen, with a spread of at most a fiftieth of
+// the hold, and a token given back moves nothing. Past the reopen, a send
+// that waited on a token from before it takes another in the reopen's
+// line: the reopen lets go its burst and no send on top of it, whatever the
+// burst and however many sends held tokens through the hold.
+func TestReleaseHoldsNoTokens(t *testing.T) {
+	tests := []struct {
+		served, refused int
+		stale           int // sends that come during the hold, and, as many, that took tokens before the second and waited through it
+	}{
+		{10, 1, 3},
+		{20, 12, 8},
+		{5, 3, 1},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("burst %d, %d held", tt.served, tt.stale), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				a.firstHerd(tt.served, tt.refused, -1)
+				require.True(t, a.held(time.Now()))
+				reopen := a.rel.reopen
+				stale := make([]token, tt.stale)
+				for i := range stale {
+					k, wait := a.reserve(time.Now())
+					assert.Zero(t, k.n, "no token while held")
+					left := time.Until(reopen)
+					assert.GreaterOrEqual(t, wait, left, "waits for the reopen")
+					assert.LessOrEqual(t, wait, left+time.Second/50, "and a spread")
+					stale[i] = k
+				}
+				granted := a.granted
+				a.cancel()
+				assert.Equal(t, granted, a.granted, "nothing given back while held")
+				time.Sleep(time.Until(reopen) + time.Millisecond)
+				went := 0
+				for _, k := range stale {
+					if a.due(&k, time.Now()) == 0 {
+						went++
+						a.sent(time.Now())
+					}
+					assert.Positive(t, k.n, "a token in the reopen's line")
+				}
+				for a.waitAndSend(time.Now()) == 0 {
+					went++
+					require.Less(t, went, 1000)
+				}
+				assert.Equal(t, tt.served, went, "the reopen lets go its burst, and no more")
+
+				// Sends waiting on their tokens when the next throttle comes
+				// wait through its hold, and then take their place in line.
+				for i := range stale {
+					var wait time.Duration
+					stale[i], wait = a.reserve(time.Now())
+					require.Positive(t, wait)
+				}
+				refused := time.Now()
+				a.sent(refused)
+				time.Sleep(2 * time.Millisecond)
+				a.answered(time.Now(), refused, 0, true, time.Second, -1)
+				require.True(t, a.held(time.Now()))
+				time.Sleep(time.Until(a.rel.reopen) + time.Millisecond)
+				went = 0
+				for _, k := range stale {
+					if a.due(&k, time.Now()) == 0 {
+						went++
+						a.sent(time.Now())
+					}
+				}
+				for a.waitAndSend(time.Now()) == 0 {
+					went++
+					require.Less(t, went, 1000)
+				}
+				assert.Equal(t, int(a.rel.let), went, "the next reopen lets go its burst, and no more")
+			})
+		})
+	}
+}
+
+// TestReleaseJudgesTheEpisodeAtTheReopen: a window lets the reopen's burst
+// go whole, and refuses the first send past it; the refusal's answer came
+// before the answer of a send of the burst that reached the server first.
+// Judged at the refusal, nine of ten served read as refused within the
+// burst, and the next reopen let go nine. Judged at the reopen, with every
+// answer in, the burst was served and nothing past it: the next reopen
+// lets go the whole burst, at several bursts and answer orders.
+func TestReleaseJudgesTheEpisodeAtTheReopen(t *testing.T) {
+	tests := []struct {
+		burst, late int // late: burst answers that come after the refusal's
+	}{
+		{10, 1},
+		{20, 3},
+		{6, 2},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("burst %d, %d late", tt.burst, tt.late), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				a.firstHerd(tt.burst, 1, -1)
+				time.Sleep(time.Until(a.rel.reopen))
+				at := time.Now()
+				for range tt.burst {
+					require.Zero(t, a.waitAndSend(at), "the burst goes at once")
+				}
+				wait := a.waitAndSend(at)
+				require.Positive(t, wait, "the send past it is paced")
+				time.Sleep(time.Millisecond)
+				for range tt.burst - tt.late {
+					a.release(at, 1, -1)
+				}
+				time.Sleep(wait)
+				past := time.Now()
+				a.sent(past)
+				time.Sleep(2 * time.Millisecond)
+				a.answered(time.Now(), past, 0, true, time.Second, -1)
+				for range tt.late {
+					a.release(at, 1, -1)
+				}
+				time.Sleep(time.Until(a.rel.reopen))
+				for range tt.burst {
+					require.Zero(t, a.waitAndSend(time.Now()), "the next reopen lets go the whole burst")
+				}
+				assert.InDelta(t, float64(tt.burst), a.rel.let, 1e-9)
+			})
+		})
+	}
+}
+
+// TestReleaseReopensAtTheHoldsEnd: a refusal of the herd's burst answered
+// after the first, with a hint of a second or more, holds the scope until
+// its own hint ends, and the release reopens then, not at the first's end:
+// a send between the two would take a token at a reopen the gate still
+// holds, give it back, and let the line run ahead of the burst. One that
+// would end sooner changes nothing.
+func TestReleaseReopensAtTheHoldsEnd(t *testing.T) {
+	for _, later := range []time.Duration{2 * time.Millisecond, 30 * time.Millisecond, 400 * time.Millisecond} {
+		t.Run(later.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				sent := time.Now()
+				a.firstHerd(10, 2, -1)
+				first := a.rel.reopen
+				time.Sleep(later)
+				a.answered(time.Now(), sent, 0, true, time.Second, -1)
+				assert.Equal(t, time.Now().Add(time.Second), a.rel.reopen, "reopens at the later hold's end")
+				a.answered(time.Now(), sent, 0, true, 2*time.Second/3, -1)
+				assert.Equal(t, time.Now().Add(time.Second), a.rel.reopen, "a shorter one changes nothing")
+				time.Sleep(time.Until(first) + time.Millisecond)
+				k, wait := a.reserve(time.Now())
+				assert.Zero(t, k.n, "still held")
+				assert.GreaterOrEqual(t, wait, time.Until(a.rel.reopen))
 			})
 		})
 	}

@@ -94,8 +94,8 @@ func TestDrainNotPacedAtWhenHeldElsewhere(t *testing.T) {
 		assert.False(t, a.drains(), "held elsewhere: not paced at the drain")
 		assert.True(t, a.rel.spentAt.IsZero(), "the hold found is not this Transport's spent time")
 		time.Sleep(2 * time.Second)
-		capacity := a.capacity
 		require.Zero(t, a.waitAndSend(time.Now()))
+		capacity := a.capacity // as the reopen judged the episode the hold ended (classify)
 		// The limit publishes its room, and no drain it may pace at says
 		// what came back: the reopen asks with its first send, and lets
 		// go up to the burst on the answer.

@@ -187,9 +187,9 @@ func (s *sharedPace) update(update func([]byte) []byte) (bool, error) {
 // fixed fields, little endian, then the release's served sends. Times are
 // Unix nanoseconds, 0 for the zero time.
 const (
-	paceVersion = 5
-	paceFloats  = 15
-	paceTimes   = 10
+	paceVersion = 6
+	paceFloats  = 16
+	paceTimes   = 11
 	paceFixed   = 2 + 8*paceFloats + 8*paceTimes + 8 + 2 // and stepServed, and the served count
 )
 
@@ -199,12 +199,12 @@ var errPaceState = errors.New("heed: not a pace state")
 // floats and times list p's numbers and times in their encoded order.
 func (p *paceState) floats() [paceFloats]*float64 {
 	r := &p.rel
-	return [...]*float64{&p.fillRate, &p.capacity, &p.issued, &p.granted, &p.floor, &p.lastMax, &p.k, &p.cut, &r.burst, &r.fitRate, &r.drain, &r.drainEp, &r.let, &r.spentServed, &r.late}
+	return [...]*float64{&p.fillRate, &p.capacity, &p.issued, &p.granted, &p.floor, &p.lastMax, &p.k, &p.cut, &r.burst, &r.fitRate, &r.drain, &r.drainEp, &r.let, &r.spentServed, &r.late, &r.lapsed}
 }
 
 func (p *paceState) times() [paceTimes]*time.Time {
 	r := &p.rel
-	return [...]*time.Time{&p.lastFill, &p.lastThrottle, &r.fitAt, &r.reopen, &r.epStart, &r.epRefused, &r.step, &r.spentAt, &r.epSpent, &r.refusedAt}
+	return [...]*time.Time{&p.lastFill, &p.lastThrottle, &r.fitAt, &r.reopen, &r.epStart, &r.epRefused, &r.step, &r.spentAt, &r.epSpent, &r.refusedAt, &r.refused}
 }
 
 func (p *paceState) flags() [7]*bool {

@@ -76,6 +76,12 @@ type release struct {
 	drain       float64
 	drainEp     float64
 	let         float64
+	// refused is when the send went whose throttle ended the episode
+	// still to be judged (classify); zero: none is.
+	refused time.Time
+	// lapsed is the last token taken before the episode began: a send
+	// still waiting on one takes another (wait).
+	lapsed float64
 	// asking is when the reopen let one send go alone, to ask a limit
 	// that publishes its room how much it has; zero: no question out.
 	// asked is what the reopen would have let go at once without it.
@@ -151,6 +157,7 @@ func (a *adaptive) begin(now time.Time) {
 	if !r.begins(now) {
 		return
 	}
+	a.classify()
 	if r.firstEp {
 		r.firstEp = false
 		// The first episode's served sends, late answers included, are
@@ -179,8 +186,8 @@ func (a *adaptive) begin(now time.Time) {
 	} else {
 		r.let = a.capacity
 	}
-	// Sends still waiting for a token from before the hold go first, as
-	// part of the burst: the burst, or, where the limit published its
+	// The reopen lets go at once the first sends of its line: the
+	// burst, or, where the limit published its
 	// room and was not seen to be a window, what it gave back since it
 	// was spent, less the sends that went since, served or still in
 	// flight, and a send at least. It is then paced at no more than the
@@ -205,7 +212,10 @@ func (a *adaptive) begin(now time.Time) {
 		// the burst would go at its end all the same, only later.
 		r.asking, r.asked, r.let = now, r.let, 1
 	}
-	a.granted, a.lastFill = math.Min(a.granted, a.issued)+r.let, now
+	// Every token taken before the reopen lapses: a send still waiting on
+	// one takes another (wait), in the reopen's line.
+	r.lapsed = a.issued
+	a.granted, a.lastFill = r.lapsed+r.let, now
 	if r.window {
 		// The window's probe: the first send past the burst goes with it.
 		// Against a window the sooner it is refused, the sooner the next
@@ -277,12 +287,15 @@ func (a *adaptive) releaseServed(now, sent time.Time, room, others int64) {
 	}
 	if r.quoted && room >= 0 && !r.firstEp {
 		r.drained(sent, room)
-		if r.epServed > r.let {
+		if r.epServed > r.let && r.refused.IsZero() {
 			// Past the burst: the burst's answers tell of the burst let
 			// go at once, not of the pace.
 			a.headroom(now, sent, room, others)
 		}
 		return
+	}
+	if !r.refused.IsZero() {
+		return // a late answer of the episode the reopen judges
 	}
 	if r.fitted {
 		t := now.Sub(r.fitAt).Seconds() / releaseProbe.Seconds()
@@ -307,12 +320,8 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	// refusal's time is an answer's, before any served one is timed.
 	a.unask()
 	r.took = now.Sub(sent)
-	start := r.epStart
 	reopen := now.Add(hint)
-	// What the episode's sends were served at over the whole cycle, hold
-	// included: a window's capacity over its period.
-	cycle := math.Max(reopen.Sub(start).Seconds(), releaseMinSpan.Seconds())
-	longRun := r.epServed / cycle
+	cycle := math.Max(reopen.Sub(r.epStart).Seconds(), releaseMinSpan.Seconds())
 	// Sends that went up to halfway through the refused one's round trip
 	// may have reached the server before it. In the first episode, up to
 	// its answer: a herd's sends race one another to the server, so one
@@ -336,8 +345,34 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		}
 		a.setRate(2 * served / cycle)
 		a.provisional = a.fillRate
-	} else if fit := r.fit(sent, releasePause(r.rampFloor(a.fillRate))); fit > 0 {
-		r.fitted, r.fitAt, r.window = true, now, false
+	} else {
+		// What the episode tells is judged at the reopen (classify), once
+		// the answers of the sends that went with the refused one are in.
+		r.refused = sent
+	}
+	r.reopen, r.epRefused = reopen, cut
+}
+
+// classify judges, at the reopen, what the episode that the last throttle
+// ended told of the limit: a bucket's rate, fitted from its overshoot; a
+// reopen refused within its burst; or a burst served and nothing past it.
+// Not at the throttle: a send that went with the refused one may have
+// reached the server before it and been served, and its answer come after
+// the refusal's. Judged by the answers in then, a window's reopen read as
+// refused within its burst, and a bucket's fit came out low.
+func (a *adaptive) classify() {
+	r := &a.rel
+	if r.refused.IsZero() {
+		return
+	}
+	refused := r.refused
+	r.refused = time.Time{}
+	// What the episode's sends were served at over the whole cycle, hold
+	// included: a window's capacity over its period.
+	cycle := math.Max(r.reopen.Sub(r.epStart).Seconds(), releaseMinSpan.Seconds())
+	longRun := r.epServed / cycle
+	if fit := r.fit(refused, releasePause(r.rampFloor(a.fillRate))); fit > 0 {
+		r.fitted, r.fitAt, r.window = true, a.lastThrottle, false
 		r.fitRate = math.Max(releaseMargin*fit, longRun)
 		a.setRate(r.fitRate)
 		// A bucket is let go half its burst at a reopen: the rest is
@@ -358,7 +393,6 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 		a.setRate(math.Max(a.fillRate/2, longRun))
 		a.capacity = math.Min(2*a.capacity, r.burst)
 	}
-	r.reopen, r.epRefused = reopen, cut
 }
 
 // headroom steers the rate by the room a served answer, sent at sent,

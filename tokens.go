@@ -6,6 +6,8 @@ package heed
 import (
 	"math"
 	"time"
+
+	"github.com/heed-go/heed/internal/rules"
 )
 
 // reserve takes a token for a send about to go at now, and returns it
@@ -62,43 +64,79 @@ func (a *adaptive) take(now time.Time) (float64, time.Duration) {
 	}
 	a.begin(now)
 	a.refill(now)
+	if a.held(now) {
+		return 0, a.holdWait(now)
+	}
 	a.issued++
 	return a.issued, a.until(a.issued)
 }
 
-// due returns how long the send holding token k must still wait at now.
+// due returns how long the send holding token k must still wait at now,
+// and may give it another token (wait).
 func (a *adaptive) due(k *token, now time.Time) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if k.gen != a.gen {
 		k.n, k.gen = k.n+a.shift, a.gen
 	}
+	var wait time.Duration
 	if !a.sharing() {
-		return a.wait(k.n, now)
+		k.n, wait = a.wait(k.n, now)
+	} else {
+		k.n, wait = a.waitShared(k.n, now)
 	}
-	return a.waitShared(k.n, now)
+	return wait
 }
 
 // waitShared is wait on the gate's pace, read, and written only when the
 // wait starts an episode (begin), which the episode's answers are
-// counted against.
-func (a *adaptive) waitShared(k float64, now time.Time) (wait time.Duration) {
+// counted against, or gives the send another token.
+func (a *adaptive) waitShared(k float64, now time.Time) (next float64, wait time.Duration) {
 	starts := false
 	a.through(func() {
 		starts = a.enabled && a.rel.begins(now)
-		wait = a.wait(k, now)
-	}, func() bool { return starts })
-	return wait
+		next, wait = a.wait(k, now)
+	}, func() bool { return starts || next != k })
+	return next, wait
 }
 
-// wait is due's work on the pace.
-func (a *adaptive) wait(k float64, now time.Time) time.Duration {
+// wait is due's work on the pace: the token the send holds from now on,
+// and its wait. While the release holds the scope, a send holds no token
+// and waits for the reopen (holdWait); once it is over, a send on a
+// token from before it (lapsed) takes another, in the reopen's line.
+func (a *adaptive) wait(k float64, now time.Time) (float64, time.Duration) {
 	if !a.enabled {
-		return 0
+		return k, 0
 	}
 	a.begin(now)
 	a.refill(now)
-	return a.until(k)
+	if a.held(now) {
+		return 0, a.holdWait(now)
+	}
+	if a.long && k <= a.rel.lapsed {
+		a.issued++
+		k = a.issued
+	}
+	return k, a.until(k)
+}
+
+// held reports whether the release holds the scope at now: its hold, the
+// latest a throttle of its burst set, has not ended. No token is taken
+// or given back meanwhile. What the reopen lets go at once, and the rate
+// past it, are known only then; a send that took a token would wait on a
+// rate the reopen replaces, and could wake after the reopen to go on top
+// of the burst it let go.
+func (a *adaptive) held(now time.Time) bool {
+	return a.long && a.rel.on && now.Before(a.rel.reopen)
+}
+
+// holdWait is the wait at now of a send that the release holds: to the
+// reopen, and a spread, as a send waiting at the gate has (waitForGate),
+// so that the reopen's line forms in the order its sends come, not at
+// one instant.
+func (a *adaptive) holdWait(now time.Time) time.Duration {
+	hold := a.rel.reopen.Sub(a.lastThrottle)
+	return a.rel.reopen.Sub(now) + rules.RandUpTo(min(hold/50, maxGateSpread))
 }
 
 // until is the wait for token k at the current rate.
@@ -131,8 +169,8 @@ func (a *adaptive) cancel() {
 
 // giveBack is cancel's work on the pace.
 func (a *adaptive) giveBack() {
-	if !a.enabled {
-		return
+	if !a.enabled || a.held(time.Now()) {
+		return // held: the reopen's line starts afresh
 	}
 	if !a.rel.asking.IsZero() {
 		// While the reopen's question is out, a token given back would
