@@ -91,6 +91,9 @@ type adaptive struct {
 	// peak, which the wire check reads for a herd forming, is left alone.
 	queued atomic.Int64
 	lined  atomic.Bool
+	// line counts the scope's sends waiting to go (scopeLocal.waiting):
+	// behind a hold, the pace, or a slot. Nil: none are counted.
+	line *atomic.Int64
 }
 
 // paceState is what the limiter paces by: this Transport's own, or a copy
@@ -174,6 +177,13 @@ func (a *adaptive) queue(now time.Time, d int64) {
 		}
 	}
 }
+
+// waiting reports whether sends of the scope wait to go: behind a hold,
+// the pace or a slot. A refusal answered while they do is a herd's,
+// however apart its sends went: a hold's end lets its waiters go a spread
+// apart, and a server that answers within the spread sees them one at a
+// time.
+func (a *adaptive) waiting() bool { return a.line != nil && a.line.Load() > 0 }
 
 // herded reports whether this Transport's sends of the scope were ever a
 // herd: two in flight at once, or one waiting at the gate for others.
@@ -304,9 +314,7 @@ func (a *adaptive) answeredOn(now, sent time.Time, level int64, throttled bool, 
 	if throttled && hint >= paceHintLimit && (a.enabled || others > 0 || a.herded()) {
 		a.join(now, hint, false)
 	}
-	if k.gen != a.gen && k.n != 0 {
-		k.n += a.shift // of the numbering before the last join
-	}
+	a.renumber(&k) // of the numbering before the last join
 	if !a.sharing() {
 		a.paced(now, sent, level, throttled, hint, others, room, k.n)
 	} else {
@@ -333,11 +341,12 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 	// all the same, and its waiters would otherwise go all at once when
 	// the hold ends; so is one whose other sends wait at the gate for
 	// the scope's sends in flight (queued), or for a slot under the
-	// learned cap, which lets them go one at a time. (A refusal with no hint
+	// learned cap, which lets them go one at a time, or that wait to go
+	// at all (waiting), as a hold's waiters do. (A refusal with no hint
 	// answered when no other send is out is not the learned cap's, which
 	// answered leaves to refusals with others in flight: it starts the
 	// rate's pace here.)
-	if !a.enabled && (!throttled || others <= 0 && level <= 1 && a.herdAt.Load() < mono(sent) && a.queued.Load() == 0 && !a.ceil.queued()) {
+	if !a.enabled && (!throttled || others <= 0 && level <= 1 && a.herdAt.Load() < mono(sent) && a.queued.Load() == 0 && !a.ceil.queued() && !a.waiting()) {
 		if !throttled && level > 0 && a.joined && !a.rel.epStart.IsZero() && now.Before(a.rel.epStart.Add(2*paceHintLimit)) {
 			// Joined before the pace started: served in the first
 			// episode, which the Transport that starts it counts on.
@@ -351,12 +360,7 @@ func (a *adaptive) paced(now, sent time.Time, level int64, throttled bool, hint 
 		// on a token the cut found granted, or on none (a send that
 		// passed the pace before it began, and waited for a slot). A
 		// burst's refusals spread over time, as backoffs that end apart
-		// send them, cut once, not once each. One answered later than the
-		// first, with a hint of a second or more, holds the scope longer:
-		// the release reopens at that hold's end.
-		if r := &a.rel; a.long && hint >= paceHintLimit && now.Before(r.reopen) && now.Add(hint).After(r.reopen) {
-			r.reopen = now.Add(hint)
-		}
+		// send them, cut once, not once each.
 		return
 	}
 	// A hint of a second or more is the release's (release.go); the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -158,11 +159,11 @@ func TestAdaptiveCountsSendsQueuedAtTheGateAsAHerd(t *testing.T) {
 // waitAndSend is reserve, then sent when the send may go at once; a send
 // told to wait gives its token back, to ask again later.
 func (a *adaptive) waitAndSend(now time.Time) time.Duration {
-	_, w := a.reserve(now)
+	k, w := a.reserve(now)
 	if w == 0 {
 		a.sent(now)
 	} else {
-		a.cancel()
+		a.cancel(k)
 	}
 	return w
 }
@@ -923,80 +924,61 @@ func TestAdaptiveFirstBurstCountsSendsMeasuredLate(t *testing.T) {
 	}
 }
 
-// TestReleaseHoldsNoTokens: while the release holds the scope, a send takes
-// no token and waits for the reopen, with a spread of at most a fiftieth of
-// the hold, and a token given back moves nothing. Past the reopen, a send
-// that waited on a token from before it takes another in the reopen's
-// line: the reopen lets go its burst and no send on top of it, whatever the
-// burst and however many sends held tokens through the hold.
-func TestReleaseHoldsNoTokens(t *testing.T) {
+// TestReleaseLetsNoLapsedTokenGo: tokens come due while the release holds
+// the scope, by the rate and by tokens given back by sends that found the
+// hold. A send whose token came due, woken only after the reopen, takes
+// another in the reopen's line, and one that does not go gives back
+// nothing: the reopen lets go its burst and no send on top of it, whatever
+// the burst and however many tokens came due, at the first reopen and at
+// a later one.
+func TestReleaseLetsNoLapsedTokenGo(t *testing.T) {
 	tests := []struct {
 		served, refused int
-		stale           int // sends that come during the hold, and, as many, that took tokens before the second and waited through it
+		waiting, back   int // tokens taken in the hold; of them, given back
 	}{
-		{10, 1, 3},
-		{20, 12, 8},
-		{5, 3, 1},
+		{10, 1, 6, 3},
+		{20, 12, 12, 8},
+		{5, 3, 4, 1},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("burst %d, %d held", tt.served, tt.stale), func(t *testing.T) {
+		t.Run(fmt.Sprintf("burst %d, %d waiting, %d given back", tt.served, tt.waiting, tt.back), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a adaptive
-				a.firstHerd(tt.served, tt.refused, -1)
-				require.True(t, a.held(time.Now()))
-				reopen := a.rel.reopen
-				stale := make([]token, tt.stale)
-				for i := range stale {
-					k, wait := a.reserve(time.Now())
-					assert.Zero(t, k.n, "no token while held")
-					left := time.Until(reopen)
-					assert.GreaterOrEqual(t, wait, left, "waits for the reopen")
-					assert.LessOrEqual(t, wait, left+time.Second/50, "and a spread")
-					stale[i] = k
-				}
-				granted := a.granted
-				a.cancel()
-				assert.Equal(t, granted, a.granted, "nothing given back while held")
-				time.Sleep(time.Until(reopen) + time.Millisecond)
-				went := 0
-				for _, k := range stale {
-					if a.due(&k, time.Now()) == 0 {
-						went++
-						a.sent(time.Now())
+				reopenOnce := func(reopen time.Time) {
+					stale := make([]token, tt.waiting)
+					for i := range stale {
+						stale[i], _ = a.reserve(time.Now())
 					}
-					assert.Positive(t, k.n, "a token in the reopen's line")
+					for i := range tt.back {
+						a.cancel(stale[i]) // found the hold
+					}
+					time.Sleep(time.Until(reopen) + time.Millisecond)
+					went := 0
+					for _, k := range stale[tt.back:] {
+						if a.due(&k, time.Now()) == 0 {
+							went++
+							a.sent(time.Now())
+						}
+					}
+					for a.waitAndSend(time.Now()) == 0 {
+						went++
+						require.Less(t, went, 1000)
+					}
+					assert.Equal(t, int(a.rel.let), went, "the reopen lets go its burst, and no more")
+					granted := a.granted
+					a.cancel(token{n: a.rel.lapsed, gen: a.gen})
+					assert.Equal(t, granted, a.granted, "a lapsed token gives back nothing")
 				}
-				for a.waitAndSend(time.Now()) == 0 {
-					went++
-					require.Less(t, went, 1000)
-				}
-				assert.Equal(t, tt.served, went, "the reopen lets go its burst, and no more")
+				a.firstHerd(tt.served, tt.refused, -1)
+				reopenOnce(a.rel.reopen)
 
-				// Sends waiting on their tokens when the next throttle comes
-				// wait through its hold, and then take their place in line.
-				for i := range stale {
-					var wait time.Duration
-					stale[i], wait = a.reserve(time.Now())
-					require.Positive(t, wait)
-				}
+				// The next throttle, and its reopen.
+				time.Sleep(10 * time.Millisecond)
 				refused := time.Now()
 				a.sent(refused)
 				time.Sleep(2 * time.Millisecond)
-				a.answered(time.Now(), refused, 0, true, time.Second, -1)
-				require.True(t, a.held(time.Now()))
-				time.Sleep(time.Until(a.rel.reopen) + time.Millisecond)
-				went = 0
-				for _, k := range stale {
-					if a.due(&k, time.Now()) == 0 {
-						went++
-						a.sent(time.Now())
-					}
-				}
-				for a.waitAndSend(time.Now()) == 0 {
-					went++
-					require.Less(t, went, 1000)
-				}
-				assert.Equal(t, int(a.rel.let), went, "the next reopen lets go its burst, and no more")
+				a.answered(time.Now(), refused, 1, true, time.Second, -1)
+				reopenOnce(a.rel.reopen)
 			})
 		})
 	}
@@ -1051,30 +1033,120 @@ func TestReleaseJudgesTheEpisodeAtTheReopen(t *testing.T) {
 	}
 }
 
-// TestReleaseReopensAtTheHoldsEnd: a refusal of the herd's burst answered
-// after the first, with a hint of a second or more, holds the scope until
-// its own hint ends, and the release reopens then, not at the first's end:
-// a send between the two would take a token at a reopen the gate still
-// holds, give it back, and let the line run ahead of the burst. One that
-// would end sooner changes nothing.
-func TestReleaseReopensAtTheHoldsEnd(t *testing.T) {
-	for _, later := range []time.Duration{2 * time.Millisecond, 30 * time.Millisecond, 400 * time.Millisecond} {
-		t.Run(later.String(), func(t *testing.T) {
+// overshoot runs a first herd of burst, its reopen's burst, served, and a
+// send past it refused with a hint of a second: the release holds the
+// scope, with the episode still to be judged (classify).
+func (a *adaptive) overshoot(t *testing.T, burst int) {
+	a.firstHerd(burst, 1, -1)
+	time.Sleep(time.Until(a.rel.reopen))
+	at := time.Now()
+	for range burst {
+		require.Zero(t, a.waitAndSend(at))
+	}
+	for range burst {
+		a.release(at, 1, -1)
+	}
+	k, wait := a.reserve(time.Now())
+	require.Positive(t, wait)
+	time.Sleep(wait)
+	require.Zero(t, a.due(&k, time.Now()))
+	past := time.Now()
+	a.sent(past)
+	time.Sleep(2 * time.Millisecond)
+	a.answeredOn(time.Now(), past, 1, true, time.Second, -1, k)
+	require.False(t, a.rel.refused.IsZero())
+}
+
+// TestReleaseLeavesTheCubicsRate: when the cubic takes the scope over
+// while the release holds it (a refusal with no hint of a send that went
+// after the hold's), the episode the hold ended is not judged at the
+// reopen over the cubic's rate. At several bursts.
+func TestReleaseLeavesTheCubicsRate(t *testing.T) {
+	for _, burst := range []int{5, 10, 20} {
+		t.Run(fmt.Sprint(burst), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a adaptive
-				sent := time.Now()
-				a.firstHerd(10, 2, -1)
-				first := a.rel.reopen
-				time.Sleep(later)
-				a.answered(time.Now(), sent, 0, true, time.Second, -1)
-				assert.Equal(t, time.Now().Add(time.Second), a.rel.reopen, "reopens at the later hold's end")
-				a.answered(time.Now(), sent, 0, true, 2*time.Second/3, -1)
-				assert.Equal(t, time.Now().Add(time.Second), a.rel.reopen, "a shorter one changes nothing")
-				time.Sleep(time.Until(first) + time.Millisecond)
-				k, wait := a.reserve(time.Now())
-				assert.Zero(t, k.n, "still held")
-				assert.GreaterOrEqual(t, wait, time.Until(a.rel.reopen))
+				a.overshoot(t, burst)
+				time.Sleep(time.Millisecond)
+				escaped := time.Now()
+				a.sent(escaped)
+				a.answered(escaped.Add(time.Millisecond), escaped, 1, true, 0, -1)
+				require.False(t, a.long, "the cubic's")
+				rate := a.fillRate
+				time.Sleep(time.Until(a.rel.reopen) + time.Millisecond)
+				a.waitAndSend(time.Now())
+				assert.True(t, a.rel.refused.IsZero())
+				assert.False(t, a.rel.fitted, "no fit over the cubic's rate")
+				assert.InDelta(t, rate, a.fillRate, 1e-9, "the episode is not judged over the cubic's rate")
 			})
 		})
+	}
+}
+
+// TestReleaseThrottleWithinTheHold: a throttle that comes while the release
+// holds the scope, of a send that went after the one that set the hold (a
+// hold found elsewhere here), keeps the later of the two ends, and the
+// episode is judged as its first refusal ended it.
+func TestReleaseThrottleWithinTheHold(t *testing.T) {
+	for _, hint := range []time.Duration{600 * time.Millisecond, 2 * time.Second, 5 * time.Second} {
+		t.Run(hint.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				a.overshoot(t, 10)
+				reopen, refused, cut := a.rel.reopen, a.rel.refused, a.rel.epRefused
+				time.Sleep(100 * time.Millisecond)
+				a.heldElsewhere(time.Now(), hint, true)
+				want := reopen
+				if end := time.Now().Add(hint); end.After(reopen) {
+					want = end
+				}
+				assert.Equal(t, want, a.rel.reopen, "the later end")
+				assert.Equal(t, refused, a.rel.refused, "judged as the first refusal ended it")
+				assert.Equal(t, cut, a.rel.epRefused)
+			})
+		})
+	}
+}
+
+// TestRenumberLeavesNoTokenAlone: a join carries a token into the gate's
+// numbering; none stays none.
+func TestRenumberLeavesNoTokenAlone(t *testing.T) {
+	a := adaptive{gen: 1, shift: 37}
+	for n, want := range map[float64]float64{0: 0, 5: 42, 120: 157} {
+		k := token{n: n}
+		a.renumber(&k)
+		assert.Equal(t, want, k.n, "token %g", n)
+		assert.Equal(t, int64(1), k.gen)
+	}
+}
+
+// TestAdaptiveSendsWaitingInLineMakeAHerd: a refusal with a hint, of a send
+// that went alone and was answered with no other out, is a herd's when
+// other sends of the scope wait to go (behind the hold it set, at the gate's
+// spread): a hold's end lets its waiters go a spread apart, and a server
+// that answers within it saw them one at a time, one hold after another,
+// with no pace. With none waiting it is a lone caller's, paced by its hints.
+func TestAdaptiveSendsWaitingInLineMakeAHerd(t *testing.T) {
+	for _, hint := range []time.Duration{time.Second, 3 * time.Second, 200 * time.Millisecond} {
+		for _, waiting := range []int64{0, 1, 30} {
+			t.Run(fmt.Sprintf("%v, %d waiting", hint, waiting), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var line atomic.Int64
+					line.Store(waiting)
+					a := adaptive{line: &line}
+					for range 3 {
+						sent := time.Now()
+						a.sent(sent)
+						time.Sleep(time.Millisecond)
+						a.release(sent, 1, -1)
+					}
+					sent := time.Now()
+					a.sent(sent)
+					time.Sleep(time.Millisecond)
+					a.answered(time.Now(), sent, 1, true, hint, -1)
+					assert.Equal(t, waiting > 0, a.enabled, "paced when others wait")
+				})
+			})
+		}
 	}
 }

@@ -145,7 +145,7 @@ func (c *call) waitForGate(attempt int, now, nb time.Time, scopeHeld, paced bool
 	if paced {
 		// The token goes back for a send that can use it now; this one
 		// takes another after its wait.
-		c.local.limiter.cancel()
+		c.local.limiter.cancel(c.token)
 		c.token = token{}
 	}
 	if recheck {
@@ -172,22 +172,22 @@ func (c *call) pace(attempt int, now time.Time) (bool, error) {
 	p := c.policy
 	d := c.waitDecision(attempt, now, wait, reasonPacing, "pacing")
 	if !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
-		l.cancel()
+		l.cancel(k)
 		return true, c.deferred(&d, attempt-1)
 	}
 	if err := c.joinLine(&d, attempt, zapcore.DebugLevel); err != nil {
-		l.cancel()
+		l.cancel(k)
 		return true, err
 	}
 	defer c.local.waiting.Add(-1)
 	for wait > 0 {
 		if err := rules.Sleep(c.ctx, min(wait, paceRecheck)); err != nil {
-			l.cancel()
+			l.cancel(k)
 			return true, err
 		}
 		now = time.Now()
 		if wait = l.due(&k, now); wait > 0 && !c.deadline.Fits(now, wait, wait, p.maxWait, max(p.reserve, c.took)) {
-			l.cancel()
+			l.cancel(k)
 			d = c.waitDecision(attempt, now, wait, reasonPacing, "pacing")
 			return true, c.deferred(&d, attempt-1)
 		}

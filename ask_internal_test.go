@@ -97,8 +97,9 @@ func TestSendsBehindTheQuestionWaitTheirTurn(t *testing.T) {
 		now := time.Now()
 		n := int(a.rel.asked) + 5
 		waits := make([]time.Duration, n)
+		var last token
 		for i := range waits {
-			_, waits[i] = a.reserve(now)
+			last, waits[i] = a.reserve(now)
 		}
 		for i, w := range waits[:int(a.rel.asked)-1] {
 			assert.Equal(t, askRecheck, w, "token %d: within the answer's reach", i)
@@ -109,7 +110,7 @@ func TestSendsBehindTheQuestionWaitTheirTurn(t *testing.T) {
 		}
 		assert.Greater(t, waits[n-1], askRecheck)
 		granted := a.granted
-		a.cancel()
+		a.cancel(last)
 		assert.InDelta(t, granted, a.granted, 1e-9, "a token given back lets nothing go beside the question")
 		time.Sleep(2 * time.Millisecond)
 		a.release(sent, 1, 2)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -144,4 +146,54 @@ func TestScopeForPanicClosesTheBody(t *testing.T) {
 	req := newRequest(t, t.Context(), "PUT", "https://api.example/x", body)
 	assert.PanicsWithValue(t, "tenant lookup failed", func() { _, _ = tr.RoundTrip(req) })
 	assert.Equal(t, 1, body.closes())
+}
+
+// TestOneHerdCannotLockAScopeOut: a herd's refusal with a hint of hours or
+// centuries starts the scope's pace, whose hold is bounded by WithMaxHold
+// as the gate's is: past the bound, the scope's sends go, and do not wait
+// on the pace for the hint.
+func TestOneHerdCannotLockAScopeOut(t *testing.T) {
+	for _, bound := range []time.Duration{2 * time.Second, 10 * time.Second} {
+		for _, hint := range []string{"3600", "9223372036"} {
+			t.Run(bound.String()+"/"+hint, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var calls atomic.Int64
+					rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+						n := calls.Add(1)
+						time.Sleep(5 * time.Millisecond)
+						resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}
+						if n == 3 {
+							resp.StatusCode = http.StatusTooManyRequests
+							resp.Header.Set("Retry-After", hint)
+						}
+						return resp, nil
+					})
+					client := &http.Client{Transport: heed.New(rt, heed.WithMaxHold(bound))}
+					var wg sync.WaitGroup
+					for range 6 {
+						wg.Go(func() {
+							ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+							defer cancel()
+							if resp, err := client.Do(newRequest(t, ctx, "GET", "https://api.example/a", nil)); err == nil {
+								resp.Body.Close()
+							}
+						})
+					}
+					wg.Wait()
+					time.Sleep(bound)
+					start := time.Now()
+					for range 3 {
+						wg.Go(func() {
+							resp, err := client.Do(newRequest(t, t.Context(), "GET", "https://api.example/a", nil))
+							require.NoError(t, err)
+							resp.Body.Close()
+							assert.Equal(t, http.StatusOK, resp.StatusCode)
+						})
+					}
+					wg.Wait()
+					assert.Less(t, time.Since(start), time.Second, "past the bound the scope sends")
+				})
+			})
+		}
+	}
 }

@@ -100,8 +100,8 @@ func TestAFailedJoinKeepsTheTransportsTokens(t *testing.T) {
 				a.answered(time.Now(), s, 2, true, 500*time.Millisecond, -1)
 				a.answered(time.Now(), s, 1, false, 0, -1)
 				for range 300 {
-					a.reserve(time.Now())
-					a.cancel()
+					k, _ := a.reserve(time.Now())
+					a.cancel(k)
 				}
 				var toks []token
 				for range 5 {

@@ -79,8 +79,8 @@ type release struct {
 	// refused is when the send went whose throttle ended the episode
 	// still to be judged (classify); zero: none is.
 	refused time.Time
-	// lapsed is the last token taken before the episode began: a send
-	// still waiting on one takes another (wait).
+	// lapsed is the last token that had come due when the episode began:
+	// a send still waiting on one takes another (wait).
 	lapsed float64
 	// asking is when the reopen let one send go alone, to ask a limit
 	// that publishes its room how much it has; zero: no question out.
@@ -186,8 +186,8 @@ func (a *adaptive) begin(now time.Time) {
 	} else {
 		r.let = a.capacity
 	}
-	// The reopen lets go at once the first sends of its line: the
-	// burst, or, where the limit published its
+	// Sends still waiting for a token from before the hold go first, as
+	// part of the burst: the burst, or, where the limit published its
 	// room and was not seen to be a window, what it gave back since it
 	// was spent, less the sends that went since, served or still in
 	// flight, and a send at least. It is then paced at no more than the
@@ -212,9 +212,10 @@ func (a *adaptive) begin(now time.Time) {
 		// the burst would go at its end all the same, only later.
 		r.asking, r.asked, r.let = now, r.let, 1
 	}
-	// Every token taken before the reopen lapses: a send still waiting on
-	// one takes another (wait), in the reopen's line.
-	r.lapsed = a.issued
+	// The tokens that had come due lapse (wait). Tokens are whole: one
+	// partly come due had not, and the burst goes past the last that had,
+	// so that the pace's first send past it waits a whole interval.
+	r.lapsed = math.Floor(math.Min(a.granted, a.issued))
 	a.granted, a.lastFill = r.lapsed+r.let, now
 	if r.window {
 		// The window's probe: the first send past the burst goes with it.
@@ -321,6 +322,16 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	a.unask()
 	r.took = now.Sub(sent)
 	reopen := now.Add(hint)
+	if r.on && now.Before(r.reopen) {
+		// A throttle within the hold, of a send that went after the one
+		// that set it (a hold found elsewhere, a send the wire check let
+		// go): the hold lasts to the later end, and the episode is judged,
+		// and cut, as its first refusal ended it.
+		if reopen.After(r.reopen) {
+			r.reopen = reopen
+		}
+		return
+	}
 	cycle := math.Max(reopen.Sub(r.epStart).Seconds(), releaseMinSpan.Seconds())
 	// Sends that went up to halfway through the refused one's round trip
 	// may have reached the server before it. In the first episode, up to
@@ -367,6 +378,9 @@ func (a *adaptive) classify() {
 	}
 	refused := r.refused
 	r.refused = time.Time{}
+	if !a.long {
+		return // the cubic's since: a throttle with no hint or a short one set the rate after
+	}
 	// What the episode's sends were served at over the whole cycle, hold
 	// included: a window's capacity over its period.
 	cycle := math.Max(r.reopen.Sub(r.epStart).Seconds(), releaseMinSpan.Seconds())

@@ -207,6 +207,7 @@ func (t *Transport) registerLocked(p *policy, scope string) (*scopeLocal, bool) 
 // kept in the gate, if it keeps paces, and its bypass shut while the gate
 // keeps state for the scope. The caller holds the scopes lock for writing.
 func (t *Transport) readyLocked(scope string, sl *scopeLocal, now time.Time) {
+	sl.limiter.line = &sl.waiting
 	if t.paces != nil {
 		sl.limiter.shared = &sharedPace{gate: t.paces, scope: scope}
 	}

@@ -6,8 +6,6 @@ package heed
 import (
 	"math"
 	"time"
-
-	"github.com/heed-go/heed/internal/rules"
 )
 
 // reserve takes a token for a send about to go at now, and returns it
@@ -64,9 +62,6 @@ func (a *adaptive) take(now time.Time) (float64, time.Duration) {
 	}
 	a.begin(now)
 	a.refill(now)
-	if a.held(now) {
-		return 0, a.holdWait(now)
-	}
 	a.issued++
 	return a.issued, a.until(a.issued)
 }
@@ -76,9 +71,7 @@ func (a *adaptive) take(now time.Time) (float64, time.Duration) {
 func (a *adaptive) due(k *token, now time.Time) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if k.gen != a.gen {
-		k.n, k.gen = k.n+a.shift, a.gen
-	}
+	a.renumber(k)
 	var wait time.Duration
 	if !a.sharing() {
 		k.n, wait = a.wait(k.n, now)
@@ -101,42 +94,42 @@ func (a *adaptive) waitShared(k float64, now time.Time) (next float64, wait time
 }
 
 // wait is due's work on the pace: the token the send holds from now on,
-// and its wait. While the release holds the scope, a send holds no token
-// and waits for the reopen (holdWait); once it is over, a send on a
-// token from before it (lapsed) takes another, in the reopen's line.
+// and its wait. A send still waiting on a token that lapsed at the reopen
+// of the release's episode takes another, in the reopen's line.
 func (a *adaptive) wait(k float64, now time.Time) (float64, time.Duration) {
 	if !a.enabled {
 		return k, 0
 	}
 	a.begin(now)
 	a.refill(now)
-	if a.held(now) {
-		return 0, a.holdWait(now)
-	}
-	if a.long && k <= a.rel.lapsed {
+	if a.lapsed(k) {
 		a.issued++
 		k = a.issued
 	}
 	return k, a.until(k)
 }
 
-// held reports whether the release holds the scope at now: its hold, the
-// latest a throttle of its burst set, has not ended. No token is taken
-// or given back meanwhile. What the reopen lets go at once, and the rate
-// past it, are known only then; a send that took a token would wait on a
-// rate the reopen replaces, and could wake after the reopen to go on top
-// of the burst it let go.
-func (a *adaptive) held(now time.Time) bool {
-	return a.long && a.rel.on && now.Before(a.rel.reopen)
+// lapsed reports whether token k had come due when the release's current
+// episode began, at its reopen (rel.lapsed): the reopen counted its send
+// among those that went before it, and let its burst go past them. Tokens
+// come due while the scope is held, by the rate and by those given back
+// by sends that found the hold; a send whose token came due in the last
+// of its rechecks before the reopen wakes after it. Went on that token,
+// it would go on top of the burst; it takes another instead, and, not
+// going, gives back nothing.
+func (a *adaptive) lapsed(k float64) bool {
+	return a.long && k > 0 && k <= a.rel.lapsed
 }
 
-// holdWait is the wait at now of a send that the release holds: to the
-// reopen, and a spread, as a send waiting at the gate has (waitForGate),
-// so that the reopen's line forms in the order its sends come, not at
-// one instant.
-func (a *adaptive) holdWait(now time.Time) time.Duration {
-	hold := a.rel.reopen.Sub(a.lastThrottle)
-	return a.rel.reopen.Sub(now) + rules.RandUpTo(min(hold/50, maxGateSpread))
+// renumber carries token k into the current numbering, after a join: a
+// token of the one before is shift further on in it. None (0) stays none.
+func (a *adaptive) renumber(k *token) {
+	if k.gen != a.gen {
+		if k.n > 0 {
+			k.n += a.shift
+		}
+		k.gen = a.gen
+	}
 }
 
 // until is the wait for token k at the current rate.
@@ -155,22 +148,23 @@ func (a *adaptive) until(k float64) time.Duration {
 	return max(least, time.Duration(math.Min(math.Ceil(ahead/a.fillRate*float64(time.Second)), float64(24*time.Hour))))
 }
 
-// cancel gives back a token whose send does not go: the next one comes a
-// token sooner.
-func (a *adaptive) cancel() {
+// cancel gives back token k, whose send does not go: the next one comes a
+// token sooner. One that lapsed at the reopen gives back nothing.
+func (a *adaptive) cancel(k token) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.renumber(&k)
 	if !a.sharing() {
-		a.giveBack()
+		a.giveBack(k.n)
 		return
 	}
-	a.through(a.giveBack, nil)
+	a.through(func() { a.giveBack(k.n) }, nil)
 }
 
 // giveBack is cancel's work on the pace.
-func (a *adaptive) giveBack() {
-	if !a.enabled || a.held(time.Now()) {
-		return // held: the reopen's line starts afresh
+func (a *adaptive) giveBack(k float64) {
+	if !a.enabled || a.lapsed(k) {
+		return
 	}
 	if !a.rel.asking.IsZero() {
 		// While the reopen's question is out, a token given back would

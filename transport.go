@@ -452,7 +452,8 @@ func (c *call) run(now time.Time) (*http.Response, error) {
 			// cap are not its.
 			c.local.limiter.release(went, 0, -1)
 		} else {
-			capped = c.local.limiter.answeredOn(now, went, level, v.Class == Throttled, hint, c.room, c.token)
+			// The pace holds the scope no longer than the gate does.
+			capped = c.local.limiter.answeredOn(now, went, level, v.Class == Throttled, min(hint, c.transport.maxHold), c.room, c.token)
 		}
 		if capped && p.maxAttempts > 1 && c.spared < p.maxAttempts {
 			// A send the server refused for the sends in flight did not

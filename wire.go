@@ -98,7 +98,7 @@ func (check *wireCheck) gotConn(info httptrace.GotConnInfo) {
 		}
 		// A hold learned while it waited for its token holds it too, as
 		// at the gate: the token goes back, and it takes another after.
-		c.local.limiter.cancel()
+		c.local.limiter.cancel(c.token)
 		wrote, waited, err = c.awaitHold(check.attempt, false, "wire")
 	}
 	var de *DeferredError
