@@ -67,11 +67,10 @@ type adaptive struct {
 	// the first of each bucket, which closes the one before under the lock.
 	bucket   atomic.Int64 // index of the current half second; 0: none yet
 	latest   atomic.Int64 // the latest send before warm, as a mono count
-	earliest atomic.Int64 // the earliest send before warm, as a mono count; 0: none
+	earliest atomic.Int64 // the earliest send before warm, or calm call's (backdate), as a mono count; 0: none
 	warm     atomic.Bool  // a whole half second has been measured
 	mark     int64        // the sends gone before the current bucket's
-	first    time.Time    // the first send
-	opened   int64        // the first send measured, by mono: first, or after it (backdate)
+	opened   int64        // the first send measured, by mono
 	measured float64      // the rate, once warm
 
 	// recent holds when this Transport's latest served sends went, in
@@ -214,12 +213,7 @@ func (a *adaptive) backdate(at int64) {
 	if at == 0 {
 		return
 	}
-	t := monoEpoch.Add(time.Duration(at - monoOffset))
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.first.IsZero() || t.Before(a.first) {
-		a.first = t
-	}
+	a.lower(at)
 }
 
 // refill grants the tokens the rate brought since the last fill, up to
@@ -545,10 +539,6 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 	cur := a.bucket.Load()
 	switch {
 	case cur == 0:
-		// A calm call's send counted in may be earlier (backdate).
-		if a.first.IsZero() || now.Before(a.first) {
-			a.first = now
-		}
 		a.mark = (gone - 1) & int64(flightGone)
 		a.opened = n
 		a.bucket.Store(b)
@@ -596,10 +586,9 @@ func (a *adaptive) measure(now time.Time, n, gone int64) {
 	}
 }
 
-// lower records a send before warm at n, a mono count, as the earliest if
-// it is: a herd's sends are stamped before they are measured, in whatever
-// order their goroutines run, so the first measured (first) may have gone
-// after others.
+// lower records a send at n, a mono count, as the earliest if it is: a
+// herd's sends are stamped before they are measured, in whatever order
+// their goroutines run, so the first measured may have gone after others.
 func (a *adaptive) lower(n int64) {
 	for {
 		e := a.earliest.Load()
@@ -609,17 +598,14 @@ func (a *adaptive) lower(n int64) {
 	}
 }
 
-// firstSend returns when the scope's first send went: the first measured,
-// or a calm call's counted in (backdate), or one measured after either
-// that went before them. The caller holds the lock.
+// firstSend returns when the scope's first send went, of those measured
+// before warm and calm calls counted in (backdate); zero: none.
 func (a *adaptive) firstSend() time.Time {
-	first := a.first
-	if e := a.earliest.Load(); e != 0 {
-		if t := monoEpoch.Add(time.Duration(e - monoOffset)); first.IsZero() || t.Before(first) {
-			first = t
-		}
+	e := a.earliest.Load()
+	if e == 0 {
+		return time.Time{}
 	}
-	return first
+	return monoEpoch.Add(time.Duration(e - monoOffset))
 }
 
 // rate is the measured send rate: before the first bucket is over, the

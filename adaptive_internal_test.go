@@ -960,11 +960,13 @@ func TestReleaseLetsNoLapsedTokenGo(t *testing.T) {
 							a.sent(time.Now())
 						}
 					}
-					for a.waitAndSend(time.Now()) == 0 {
+					past := a.waitAndSend(time.Now())
+					for ; past == 0; past = a.waitAndSend(time.Now()) {
 						went++
 						require.Less(t, went, 1000)
 					}
 					assert.Equal(t, int(a.rel.let), went, "the reopen lets go its burst, and no more")
+					assert.GreaterOrEqual(t, past, time.Duration(float64(time.Second)/a.fillRate), "tokens are whole: the first send past the burst waits a whole interval")
 					granted := a.granted
 					a.cancel(token{n: a.rel.lapsed, gen: a.gen})
 					assert.Equal(t, granted, a.granted, "a lapsed token gives back nothing")

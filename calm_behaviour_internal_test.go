@@ -76,7 +76,7 @@ func (w *calmTestWindow) RoundTrip(r *http.Request) (*http.Response, error) {
 // within 1.05× the windows needed, and a tenth of a second.
 //
 // On the calm path as first written, the scope's limiter dates its first
-// send (adaptive.first, which bounds the first episode's start) from the
+// send (adaptive.earliest, which bounds the first episode's start) from the
 // adopter's, so the calm call's served send, a millisecond earlier, is not
 // counted: it learns 19, and the herd takes about 12.5s, not 7.4s. On the
 // real clock every herd is staggered by a few microseconds: a herd of 16
