@@ -227,10 +227,28 @@ func (a *adaptive) refill(now time.Time) {
 		}
 		a.answer(now, -1)
 	}
+	if r := &a.rel; a.spreading() {
+		// The first reopen's burst comes due over its spread, at its own
+		// rate; the pace's from the spread's end.
+		end := now
+		if r.spread.Before(end) {
+			end = r.spread
+		}
+		if d := end.Sub(a.lastFill).Seconds(); d > 0 {
+			a.granted = math.Min(a.issued+a.capacity, a.granted+d*r.spreadRate())
+		}
+		a.lastFill = end
+	}
 	if d := now.Sub(a.lastFill).Seconds(); d > 0 {
 		a.granted = math.Min(a.issued+a.capacity, a.granted+d*a.fillRate)
 	}
 	a.lastFill = now
+}
+
+// spreading reports whether the first reopen's burst is still coming due
+// over its spread (release.spread), as of the last fill.
+func (a *adaptive) spreading() bool {
+	return a.long && a.lastFill.Before(a.rel.spread)
 }
 
 // release accounts for a send that ends without a throttle: delivered, or

@@ -986,6 +986,70 @@ func TestReleaseLetsNoLapsedTokenGo(t *testing.T) {
 	}
 }
 
+// TestReleaseSpreadsTheFirstBurst: a herd whose sends went over a span,
+// the refused one last, is let go at its first reopen over that span: one
+// at once, the rest evenly by its end, and the first send past the burst
+// an interval of the pace after it. A send that takes a token in the
+// spread and gives it back (it found a hold) moves the line up by one,
+// and takes nothing from the sends behind it. At several bursts and
+// spans; a herd sent at one instant goes at once.
+func TestReleaseSpreadsTheFirstBurst(t *testing.T) {
+	tests := []struct {
+		burst int
+		span  time.Duration
+	}{
+		{10, 9 * time.Millisecond},
+		{20, 38 * time.Millisecond},
+		{5, 20 * time.Millisecond},
+		{8, 0},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d over %v", tt.burst, tt.span), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				start := time.Now()
+				var sent []time.Time
+				for i := range tt.burst {
+					at := start.Add(time.Duration(i) * tt.span / time.Duration(tt.burst))
+					time.Sleep(time.Until(at))
+					a.waitAndSend(at)
+					sent = append(sent, at)
+				}
+				time.Sleep(time.Until(start.Add(tt.span)))
+				refused := time.Now()
+				a.waitAndSend(refused)
+				time.Sleep(10 * time.Millisecond)
+				for _, s := range sent {
+					a.release(s, 1, -1)
+				}
+				a.answered(time.Now(), refused, 0, true, time.Second, -1)
+				require.True(t, a.long)
+				time.Sleep(time.Until(a.rel.reopen))
+				reopen := time.Now()
+				require.Zero(t, a.waitAndSend(reopen), "the first goes at once")
+				gap := time.Duration(0)
+				if tt.burst > 1 {
+					gap = tt.span / time.Duration(tt.burst-1)
+				}
+				// A send that finds a hold in the spread gives its token back.
+				k, _ := a.reserve(reopen)
+				a.cancel(k)
+				for i := 1; i < tt.burst; i++ {
+					k, wait := a.reserve(time.Now())
+					due := reopen.Add(time.Duration(i) * gap)
+					assert.InDelta(t, float64(time.Until(due)), float64(wait), float64(time.Microsecond), "send %d of the burst goes %v after the first", i+1, time.Duration(i)*gap)
+					time.Sleep(wait)
+					require.Zero(t, a.due(&k, time.Now()))
+					a.sent(time.Now())
+				}
+				_, past := a.reserve(time.Now())
+				interval := time.Duration(float64(time.Second) / a.fillRate)
+				assert.InDelta(t, float64(interval), float64(past), float64(time.Microsecond), "the first send past the burst waits an interval of the pace")
+			})
+		})
+	}
+}
+
 // TestReleaseJudgesTheEpisodeAtTheReopen: a window lets the reopen's burst
 // go whole, and refuses the first send past it; the refusal's answer came
 // before the answer of a send of the burst that reached the server first.

@@ -187,9 +187,9 @@ func (s *sharedPace) update(update func([]byte) []byte) (bool, error) {
 // fixed fields, little endian, then the release's served sends. Times are
 // Unix nanoseconds, 0 for the zero time.
 const (
-	paceVersion = 6
+	paceVersion = 7
 	paceFloats  = 16
-	paceTimes   = 11
+	paceTimes   = 12
 	paceFixed   = 2 + 8*paceFloats + 8*paceTimes + 8 + 2 // and stepServed, and the served count
 )
 
@@ -204,7 +204,7 @@ func (p *paceState) floats() [paceFloats]*float64 {
 
 func (p *paceState) times() [paceTimes]*time.Time {
 	r := &p.rel
-	return [...]*time.Time{&p.lastFill, &p.lastThrottle, &r.fitAt, &r.reopen, &r.epStart, &r.epRefused, &r.step, &r.spentAt, &r.epSpent, &r.refusedAt, &r.refused}
+	return [...]*time.Time{&p.lastFill, &p.lastThrottle, &r.fitAt, &r.reopen, &r.epStart, &r.epRefused, &r.step, &r.spentAt, &r.epSpent, &r.refusedAt, &r.refused, &r.spread}
 }
 
 func (p *paceState) flags() [7]*bool {

@@ -23,7 +23,8 @@ func samplePace() paceState {
 		reopen: t0.Add(4 * time.Second), epStart: t0.Add(4 * time.Second), epServed: 20,
 		epRefused: t0.Add(5 * time.Second), step: t0.Add(4500 * time.Millisecond), stepServed: 3,
 		quoted: true, spentAt: t0.Add(3500 * time.Millisecond), spentServed: 2, epSpent: t0.Add(1500 * time.Millisecond),
-		drain: 19.5, drainEp: 20.25, let: 37, lapsed: 118, refused: t0.Add(4900 * time.Millisecond)}
+		drain: 19.5, drainEp: 20.25, let: 37, lapsed: 118, refused: t0.Add(4900 * time.Millisecond),
+		spread: t0.Add(4010 * time.Millisecond)}
 	for i := range 5 {
 		p.rel.served = append(p.rel.served, t0.Add(time.Duration(4000+i*20)*time.Millisecond))
 	}

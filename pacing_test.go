@@ -280,25 +280,8 @@ func TestPacingLetsTheHerdsRefillsGoAtThePace(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const total, workers = 200, 32
 				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: tc.latency, hint: wholeSeconds}
-				client := &http.Client{Transport: heed.New(srv)}
-				var next, failed atomic.Int64
-				var wg sync.WaitGroup
-				for i := range workers {
-					wg.Go(func() {
-						time.Sleep(time.Duration(i) * tc.stagger)
-						sendEach(t, client, &next, &failed, total)
-					})
-				}
-				wg.Wait()
-				srv.mu.Lock()
+				i := staggeredHerd(t, srv, workers, tc.stagger, total)
 				defer srv.mu.Unlock()
-				assert.Zero(t, failed.Load(), "no request fails")
-				assert.Zero(t, srv.early, "no send before a time the server gave")
-				require.NotEmpty(t, srv.refusals)
-				// The first reopen: the first send after the first refusal's
-				// hold, which the herd's other refusals may have made longer.
-				i := slices.IndexFunc(srv.decided, func(d decided) bool { return !d.at.Before(srv.refusals[0].until) })
-				require.Positive(t, i)
 				reopen := srv.decided[i].at
 				var herd, late int
 				for i, a := range srv.decided {
@@ -321,6 +304,77 @@ func TestPacingLetsTheHerdsRefillsGoAtThePace(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPacingLetsTheBurstGoAsTheHerdWent: a herd whose goroutines get to
+// their sends a millisecond or so apart reaches a bucket as it refills: the
+// bucket serves a token or two past its burst before it refuses a send,
+// and those sends went before the refused one. The herd's served sends
+// are all the first burst the release knows; let go at once at the first
+// reopen, into a bucket refilled only to its burst, the last of them would
+// be refused within the burst, each refusal costing the scope a second.
+// The first reopen lets the burst go over as long as the herd took to
+// send it: every send of the reopen's first 100 ms is served, at several
+// rates, bursts and spreads. (The refusal is answered at once, so no send
+// served after it is late: TestPacingLetsTheHerdsRefillsGoAtThePace.)
+func TestPacingLetsTheBurstGoAsTheHerdWent(t *testing.T) {
+	for _, tc := range []struct {
+		rate             float64
+		burst, workers   int
+		latency, stagger time.Duration
+	}{
+		{100, 10, 14, 40 * time.Millisecond, 2 * time.Millisecond},
+		{200, 20, 26, 40 * time.Millisecond, time.Millisecond},
+		{50, 5, 8, 60 * time.Millisecond, 5 * time.Millisecond},
+		{20, 4, 7, 150 * time.Millisecond, 15 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprintf("%g/s burst %d, %d %v apart, %v each", tc.rate, tc.burst, tc.workers, tc.stagger, tc.latency), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const total = 150
+				srv := &limitServer{lim: newTokenBucket(tc.rate, tc.burst), latency: tc.latency, hint: wholeSeconds, door: true}
+				i := staggeredHerd(t, srv, tc.workers, tc.stagger, total)
+				defer srv.mu.Unlock()
+				first := slices.IndexFunc(srv.decided, func(d decided) bool { return !d.ok })
+				reopen := srv.decided[i].at
+				herd := 0
+				for _, a := range srv.decided[i:] {
+					if a.at.Before(reopen.Add(100 * time.Millisecond)) {
+						assert.True(t, a.ok, "a send %v after the first reopen is refused (%d sent before it)", a.at.Sub(reopen), herd)
+						herd++
+					}
+				}
+				t.Logf("%d served before the first refusal, %d sends in the reopen's first 100 ms, %d 429s", first, herd, srv.refused)
+				assert.Greater(t, first, tc.burst, "the bucket served the herd past its burst")
+				assert.GreaterOrEqual(t, herd, first, "the reopen lets the burst go")
+			})
+		})
+	}
+}
+
+// staggeredHerd sends total requests to srv from workers goroutines, each
+// starting stagger after the one before, and asserts that none failed and
+// none went before a time the server gave. It returns, with srv locked,
+// the index in srv.decided of the first reopen: the first send after the
+// first refusal's hold, which the herd's other refusals may have made
+// longer.
+func staggeredHerd(t *testing.T, srv *limitServer, workers int, stagger time.Duration, total int) int {
+	client := &http.Client{Transport: heed.New(srv)}
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * stagger)
+			sendEach(t, client, &next, &failed, total)
+		})
+	}
+	wg.Wait()
+	srv.mu.Lock()
+	assert.Zero(t, failed.Load(), "no request fails")
+	assert.Zero(t, srv.early, "no send before a time the server gave")
+	require.NotEmpty(t, srv.refusals)
+	i := slices.IndexFunc(srv.decided, func(d decided) bool { return !d.at.Before(srv.refusals[0].until) })
+	require.Positive(t, i)
+	return i
 }
 
 // TestPacingStartsForAHerdAnsweredBeforeItsRefusal: a herd whose sends

@@ -82,6 +82,10 @@ type release struct {
 	// lapsed is the last token that had come due when the episode began:
 	// a send still waiting on one takes another (wait).
 	lapsed float64
+	// spread is when the last of the first reopen's burst comes due: its
+	// tokens come due one after another from epStart, as far apart as the
+	// first episode's served sends went (spreadOver); zero: at once.
+	spread time.Time
 	// asking is when the reopen let one send go alone, to ask a limit
 	// that publishes its room how much it has; zero: no question out.
 	// asked is what the reopen would have let go at once without it.
@@ -158,7 +162,8 @@ func (a *adaptive) begin(now time.Time) {
 		return
 	}
 	a.classify()
-	if r.firstEp {
+	first := r.firstEp
+	if first {
 		r.firstEp = false
 		// The first episode's served sends, late answers included, are
 		// the burst the server serves at once. The rate past it starts at
@@ -200,6 +205,14 @@ func (a *adaptive) begin(now time.Time) {
 		r.let = math.Min(r.let, math.Max(math.Floor(r.drain*now.Sub(r.spentAt).Seconds())-took, 1))
 		a.setRate(math.Min(a.fillRate, r.drain))
 	}
+	r.spread = time.Time{}
+	if first && r.let > 1 {
+		// The first burst's sends go as far apart as they went when the
+		// herd first ran into the limit (spreadOver).
+		if span := r.spreadOver(r.let, a.fillRate); span > 0 {
+			r.spread = now.Add(span)
+		}
+	}
 	r.epStart, r.epServed, r.epRefused, r.served = now, 0, time.Time{}, r.served[:0]
 	r.step, r.stepServed, r.epSpent = now, 0, r.spentAt
 	r.asking, r.given = time.Time{}, 0
@@ -217,6 +230,9 @@ func (a *adaptive) begin(now time.Time) {
 	// so that the pace's first send past it waits a whole interval.
 	r.lapsed = math.Floor(math.Min(a.granted, a.issued))
 	a.granted, a.lastFill = r.lapsed+r.let, now
+	if !r.spread.IsZero() && r.asking.IsZero() {
+		a.granted = r.lapsed + 1
+	}
 	if r.window {
 		// The window's probe: the first send past the burst goes with it.
 		// Against a window the sooner it is refused, the sooner the next
@@ -224,6 +240,27 @@ func (a *adaptive) begin(now time.Time) {
 		// pace's spacing.
 		a.granted++
 	}
+}
+
+// spreadOver returns how long the first reopen takes to let go a burst of
+// let: as long as the first episode's sends took to go, from its first to
+// its refused one, and no longer than the pace past the burst, rate a
+// second, would take to let them go. A herd's sends go over a few
+// milliseconds, as its goroutines get to them; a bucket refilled a token
+// or two meanwhile, which it served as part of the burst, and which, let
+// go at once, it would not have to give.
+func (r *release) spreadOver(let, rate float64) time.Duration {
+	span := r.refusedAt.Sub(r.epStart)
+	if most := time.Duration((let - 1) / rate * float64(time.Second)); span > most {
+		span = most
+	}
+	return span
+}
+
+// spreadRate is the rate, a second, at which the first reopen's burst
+// comes due over its spread: one at once, the rest by its end.
+func (r *release) spreadRate() float64 {
+	return (r.let - 1) / r.spread.Sub(r.epStart).Seconds()
 }
 
 // answer lets go, at now, what the reopen's question was answered: the

@@ -138,6 +138,16 @@ func (a *adaptive) until(k float64) time.Duration {
 		return 0
 	}
 	ahead, least := k-a.granted, time.Duration(0)
+	if r := &a.rel; a.spreading() {
+		// Within the first reopen's spread: tokens come at its rate until
+		// its end, then at the pace's.
+		fast := r.spreadRate()
+		left := r.spread.Sub(a.lastFill).Seconds() * fast
+		if ahead <= left {
+			return time.Duration(math.Ceil(ahead / fast * float64(time.Second)))
+		}
+		return r.spread.Sub(a.lastFill) + time.Duration(math.Ceil((ahead-left)/a.fillRate*float64(time.Second)))
+	}
 	if r := &a.rel; !r.asking.IsZero() {
 		// The reopen's answer may come at any moment, and let go up to
 		// what the reopen would have: a token within that asks again
