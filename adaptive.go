@@ -248,7 +248,7 @@ func (a *adaptive) refill(now time.Time) {
 // spreading reports whether the first reopen's burst is still coming due
 // over its spread (release.spread), as of the last fill.
 func (a *adaptive) spreading() bool {
-	return a.long && a.lastFill.Before(a.rel.spread)
+	return a.long && !a.rel.firstEp && a.lastFill.Before(a.rel.spread)
 }
 
 // release accounts for a send that ends without a throttle: delivered, or

@@ -185,11 +185,11 @@ func TestAdaptiveReleasesTheBurstAfterALongHint(t *testing.T) {
 		assert.True(t, a.enabled, "a herd throttled with a long hint is paced at the reopen")
 		assert.True(t, a.long)
 		time.Sleep(time.Second)
-		// At the reopen, the 6 the server served at once go at once; the
-		// seventh waits for the pace.
-		for i := range 6 {
-			assert.Zero(t, a.waitAndSend(time.Now()), "send %d of the burst", i+1)
-		}
+		// At the reopen, the 6 the server served at once go, over the
+		// 10 ms the herd took to reach the server; the seventh waits for
+		// the pace.
+		went := a.letGo(t, 6)
+		assert.LessOrEqual(t, went[5].Sub(went[0]), 10*time.Millisecond)
 		assert.Positive(t, a.waitAndSend(time.Now()))
 	})
 }
@@ -954,7 +954,18 @@ func TestReleaseLetsNoLapsedTokenGo(t *testing.T) {
 					}
 					time.Sleep(time.Until(reopen) + time.Millisecond)
 					went := 0
+					var held []token
 					for _, k := range stale[tt.back:] {
+						if a.due(&k, time.Now()) == 0 {
+							went++
+							a.sent(time.Now())
+						} else {
+							held = append(held, k)
+						}
+					}
+					// The first reopen lets its burst go over a spread.
+					time.Sleep(time.Until(a.rel.spread))
+					for _, k := range held {
 						if a.due(&k, time.Now()) == 0 {
 							went++
 							a.sent(time.Now())
@@ -986,25 +997,77 @@ func TestReleaseLetsNoLapsedTokenGo(t *testing.T) {
 	}
 }
 
+// TestRampingPaceRechecksSoon: while the release's rate climbs by steps,
+// a send waiting on a token asks again within half its wait, so a
+// doubling meanwhile lets it go when the doubled rate brings its token,
+// within askRecheck, not when the rate before it would have: a send that
+// slept its whole wait went late, a moment before or after sends the
+// doubled rate let go in turn, too close to them for a bucket. Once the
+// rate is fitted it no longer climbs by steps, and a send sleeps its wait,
+// paceRecheck at most. At several rates.
+func TestRampingPaceRechecksSoon(t *testing.T) {
+	for _, rate := range []float64{20, 80, 160} {
+		t.Run(fmt.Sprint(rate), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				a.enabled, a.long, a.fillRate, a.capacity, a.lastFill = true, true, rate, 1, time.Now()
+				a.rel.on = true
+				a.active.Store(true)
+				var k token
+				var wait time.Duration
+				for range 4 {
+					k, wait = a.reserve(time.Now())
+				}
+				interval := time.Duration(float64(time.Second) / rate)
+				require.Equal(t, 4*interval, wait)
+				start := time.Now()
+				doubled := make(chan struct{})
+				go func() {
+					defer close(doubled)
+					time.Sleep(interval) // a token has come
+					a.mu.Lock()
+					a.refill(time.Now())
+					a.setRate(2 * rate)
+					a.mu.Unlock()
+				}()
+				for wait > 0 {
+					time.Sleep(a.recheck(wait))
+					wait = a.due(&k, time.Now())
+				}
+				<-doubled
+				due := interval + 3*interval/2 // the rest at twice the rate
+				assert.GreaterOrEqual(t, time.Since(start), due)
+				assert.LessOrEqual(t, time.Since(start), due+askRecheck, "goes when the doubled rate brings its token")
+
+				a.rel.fitted = true
+				assert.Equal(t, min(4*interval, paceRecheck), a.recheck(4*interval), "a fitted rate: the whole wait")
+			})
+		})
+	}
+}
+
 // TestReleaseSpreadsTheFirstBurst: a herd whose sends went over a span,
-// the refused one last, is let go at its first reopen over that span: one
-// at once, the rest evenly by its end, and the first send past the burst
-// an interval of the pace after it. A send that takes a token in the
-// spread and gives it back (it found a hold) moves the line up by one,
-// and takes nothing from the sends behind it. At several bursts and
-// spans; a herd sent at one instant goes at once.
+// the refused one last, answered took after it, is let go at its first
+// reopen over as long as it may have taken to reach the server, from its
+// first send to the refusal's answer, and no longer than the pace would
+// take to let it go: one at once, the rest evenly by the spread's end,
+// and the first send past the burst an interval of the pace after it. A
+// send that takes a token in the spread and gives it back (it found a
+// hold) moves the line up by one, and takes nothing from the sends behind
+// it. At several bursts, spans and answer times.
 func TestReleaseSpreadsTheFirstBurst(t *testing.T) {
 	tests := []struct {
-		burst int
-		span  time.Duration
+		burst      int
+		span, took time.Duration
 	}{
-		{10, 9 * time.Millisecond},
-		{20, 38 * time.Millisecond},
-		{5, 20 * time.Millisecond},
-		{8, 0},
+		{10, 9 * time.Millisecond, 5 * time.Millisecond},
+		{20, 38 * time.Millisecond, 2 * time.Millisecond},
+		{5, 20 * time.Millisecond, 30 * time.Millisecond},
+		{4, 900 * time.Millisecond, 10 * time.Millisecond}, // as long as the pace takes
+		{8, 0, 10 * time.Millisecond},                      // sent at one instant
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%d over %v", tt.burst, tt.span), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d over %v, answered %v on", tt.burst, tt.span, tt.took), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a adaptive
 				start := time.Now()
@@ -1018,7 +1081,7 @@ func TestReleaseSpreadsTheFirstBurst(t *testing.T) {
 				time.Sleep(time.Until(start.Add(tt.span)))
 				refused := time.Now()
 				a.waitAndSend(refused)
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(tt.took)
 				for _, s := range sent {
 					a.release(s, 1, -1)
 				}
@@ -1027,10 +1090,8 @@ func TestReleaseSpreadsTheFirstBurst(t *testing.T) {
 				time.Sleep(time.Until(a.rel.reopen))
 				reopen := time.Now()
 				require.Zero(t, a.waitAndSend(reopen), "the first goes at once")
-				gap := time.Duration(0)
-				if tt.burst > 1 {
-					gap = tt.span / time.Duration(tt.burst-1)
-				}
+				spread := min(tt.span+tt.took, time.Duration(float64(tt.burst-1)/a.fillRate*float64(time.Second)))
+				gap := spread / time.Duration(tt.burst-1)
 				// A send that finds a hold in the spread gives its token back.
 				k, _ := a.reserve(reopen)
 				a.cancel(k)
@@ -1071,23 +1132,20 @@ func TestReleaseJudgesTheEpisodeAtTheReopen(t *testing.T) {
 				var a adaptive
 				a.firstHerd(tt.burst, 1, -1)
 				time.Sleep(time.Until(a.rel.reopen))
-				at := time.Now()
-				for range tt.burst {
-					require.Zero(t, a.waitAndSend(at), "the burst goes at once")
-				}
-				wait := a.waitAndSend(at)
+				went := a.letGo(t, tt.burst)
+				wait := a.waitAndSend(time.Now())
 				require.Positive(t, wait, "the send past it is paced")
 				time.Sleep(time.Millisecond)
-				for range tt.burst - tt.late {
-					a.release(at, 1, -1)
+				for _, s := range went[:tt.burst-tt.late] {
+					a.release(s, 1, -1)
 				}
 				time.Sleep(wait)
 				past := time.Now()
 				a.sent(past)
 				time.Sleep(2 * time.Millisecond)
 				a.answered(time.Now(), past, 0, true, time.Second, -1)
-				for range tt.late {
-					a.release(at, 1, -1)
+				for _, s := range went[tt.burst-tt.late:] {
+					a.release(s, 1, -1)
 				}
 				time.Sleep(time.Until(a.rel.reopen))
 				for range tt.burst {
@@ -1099,18 +1157,36 @@ func TestReleaseJudgesTheEpisodeAtTheReopen(t *testing.T) {
 	}
 }
 
+// letGo sends n through the gate from now, each as soon as its token is
+// due: the first at once, and the last by the end of the reopen's spread
+// (release.spread; at once where it has none). It returns when each went.
+func (a *adaptive) letGo(t *testing.T, n int) []time.Time {
+	went := make([]time.Time, 0, n)
+	for i := range n {
+		k, wait := a.reserve(time.Now())
+		if i == 0 {
+			require.Zero(t, wait, "the burst's first goes at once")
+		}
+		if wait > 0 {
+			time.Sleep(wait)
+			require.Zero(t, a.due(&k, time.Now()), "send %d of %d at its turn", i+1, n)
+		}
+		a.sent(time.Now())
+		went = append(went, time.Now())
+	}
+	end := max(a.rel.spread.UnixNano(), went[0].UnixNano()) + 1000 // the ns of a wait rounded up
+	require.LessOrEqual(t, went[n-1].UnixNano(), end, "the burst goes by its spread's end")
+	return went
+}
+
 // overshoot runs a first herd of burst, its reopen's burst, served, and a
 // send past it refused with a hint of a second: the release holds the
 // scope, with the episode still to be judged (classify).
 func (a *adaptive) overshoot(t *testing.T, burst int) {
 	a.firstHerd(burst, 1, -1)
 	time.Sleep(time.Until(a.rel.reopen))
-	at := time.Now()
-	for range burst {
-		require.Zero(t, a.waitAndSend(at))
-	}
-	for range burst {
-		a.release(at, 1, -1)
+	for _, s := range a.letGo(t, burst) {
+		a.release(s, 1, -1)
 	}
 	k, wait := a.reserve(time.Now())
 	require.Positive(t, wait)

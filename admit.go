@@ -181,7 +181,7 @@ func (c *call) pace(attempt int, now time.Time) (bool, error) {
 	}
 	defer c.local.waiting.Add(-1)
 	for wait > 0 {
-		if err := rules.Sleep(c.ctx, min(wait, paceRecheck)); err != nil {
+		if err := rules.Sleep(c.ctx, l.recheck(wait)); err != nil {
 			l.cancel(k)
 			return true, err
 		}

@@ -83,8 +83,9 @@ type release struct {
 	// a send still waiting on one takes another (wait).
 	lapsed float64
 	// spread is when the last of the first reopen's burst comes due: its
-	// tokens come due one after another from epStart, as far apart as the
-	// first episode's served sends went (spreadOver); zero: at once.
+	// tokens come due one after another from epStart, over as long as the
+	// herd took to reach the server (spreadOver); zero: at once. In the
+	// first episode, when its first refusal was answered.
 	spread time.Time
 	// asking is when the reopen let one send go alone, to ask a limit
 	// that publishes its room how much it has; zero: no question out.
@@ -205,13 +206,15 @@ func (a *adaptive) begin(now time.Time) {
 		r.let = math.Min(r.let, math.Max(math.Floor(r.drain*now.Sub(r.spentAt).Seconds())-took, 1))
 		a.setRate(math.Min(a.fillRate, r.drain))
 	}
-	r.spread = time.Time{}
+	// The first burst's sends go over as long as the herd took to reach
+	// the server (spreadOver).
+	span := time.Duration(0)
 	if first && r.let > 1 {
-		// The first burst's sends go as far apart as they went when the
-		// herd first ran into the limit (spreadOver).
-		if span := r.spreadOver(r.let, a.fillRate); span > 0 {
-			r.spread = now.Add(span)
-		}
+		span = r.spreadOver(r.let, a.fillRate)
+	}
+	r.spread = time.Time{}
+	if span > 0 {
+		r.spread = now.Add(span)
 	}
 	r.epStart, r.epServed, r.epRefused, r.served = now, 0, time.Time{}, r.served[:0]
 	r.step, r.stepServed, r.epSpent = now, 0, r.spentAt
@@ -223,14 +226,14 @@ func (a *adaptive) begin(now time.Time) {
 		// moved on. One send asks; its answer's room is what the reopen
 		// lets go (answer). Not where answers take releaseAsk or more:
 		// the burst would go at its end all the same, only later.
-		r.asking, r.asked, r.let = now, r.let, 1
+		r.asking, r.asked, r.let, r.spread = now, r.let, 1, time.Time{}
 	}
 	// The tokens that had come due lapse (wait). Tokens are whole: one
 	// partly come due had not, and the burst goes past the last that had,
 	// so that the pace's first send past it waits a whole interval.
 	r.lapsed = math.Floor(math.Min(a.granted, a.issued))
 	a.granted, a.lastFill = r.lapsed+r.let, now
-	if !r.spread.IsZero() && r.asking.IsZero() {
+	if !r.spread.IsZero() {
 		a.granted = r.lapsed + 1
 	}
 	if r.window {
@@ -243,14 +246,16 @@ func (a *adaptive) begin(now time.Time) {
 }
 
 // spreadOver returns how long the first reopen takes to let go a burst of
-// let: as long as the first episode's sends took to go, from its first to
-// its refused one, and no longer than the pace past the burst, rate a
-// second, would take to let them go. A herd's sends go over a few
-// milliseconds, as its goroutines get to them; a bucket refilled a token
-// or two meanwhile, which it served as part of the burst, and which, let
-// go at once, it would not have to give.
+// let: as long as the herd may have taken to reach the server, from the
+// first episode's first send to its refusal's answer, and no longer than
+// the pace past the burst, rate a second, would take to let them go. A
+// herd's goroutines get to their sends a few milliseconds apart, and its
+// first sends dial; a bucket refilled a token or two meanwhile, which it
+// served as part of the burst, and which, let go at once, it would not
+// have to give. The refused send reached the server after the burst and
+// before its answer came.
 func (r *release) spreadOver(let, rate float64) time.Duration {
-	span := r.refusedAt.Sub(r.epStart)
+	span := r.spread.Sub(r.epStart)
 	if most := time.Duration((let - 1) / rate * float64(time.Second)); span > most {
 		span = most
 	}
@@ -378,7 +383,7 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	cut := sent.Add(now.Sub(sent) / 2)
 	if !r.on {
 		cut = now
-		r.on, r.refusedAt = true, sent
+		r.on, r.refusedAt, r.spread = true, sent, now
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity, r.let = r.burst, r.burst
 		a.granted, a.lastFill = a.issued, now

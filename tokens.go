@@ -189,3 +189,19 @@ func (a *adaptive) giveBack(k float64) {
 // paceRecheck is the longest a paced send sleeps before it asks again
 // whether its token has come.
 const paceRecheck = 50 * time.Millisecond
+
+// recheck returns how long a send whose token is wait away sleeps before
+// it asks due again: paceRecheck at most, and, while the release's rate
+// climbs by steps (unfitted), half the wait, askRecheck at least. A
+// doubling meanwhile brings the token sooner: a send that slept its whole
+// wait would go late, a moment before or after the sends whose tokens the
+// doubled rate brought in turn, too close to them for a bucket.
+func (a *adaptive) recheck(wait time.Duration) time.Duration {
+	a.mu.Lock()
+	ramp := a.long && a.rel.on && !a.rel.fitted
+	a.mu.Unlock()
+	if ramp {
+		wait = max(wait/2, min(wait, askRecheck))
+	}
+	return min(wait, paceRecheck)
+}
