@@ -195,10 +195,11 @@ const paceRecheck = 50 * time.Millisecond
 // climbs by steps (unfitted), half the wait, askRecheck at least. A
 // doubling meanwhile brings the token sooner: a send that slept its whole
 // wait would go late, a moment before or after the sends whose tokens the
-// doubled rate brought in turn, too close to them for a bucket.
+// doubled rate brought in turn, too close to them for a bucket. Not on a
+// pace shared through a gate, where each recheck is a call to the gate.
 func (a *adaptive) recheck(wait time.Duration) time.Duration {
 	a.mu.Lock()
-	ramp := a.long && a.rel.on && !a.rel.fitted
+	ramp := a.long && a.rel.on && !a.rel.fitted && !a.sharing()
 	a.mu.Unlock()
 	if ramp {
 		wait = max(wait/2, min(wait, askRecheck))
