@@ -220,6 +220,12 @@ func (a *adaptive) backdate(at int64) {
 // capacity; none while the reopen's question is out (begin), until
 // releaseAsk has passed without an answer.
 func (a *adaptive) refill(now time.Time) {
+	if now.Before(a.lastFill) {
+		// A send's clock read before it took the lock: filled to a later
+		// time already, and granting again from now would count the
+		// time between twice.
+		return
+	}
 	if r := &a.rel; !r.asking.IsZero() {
 		if now.Before(r.asking.Add(releaseAsk)) {
 			a.lastFill = now
@@ -248,7 +254,8 @@ func (a *adaptive) refill(now time.Time) {
 // spreading reports whether the first reopen's burst is still coming due
 // over its spread (release.spread), as of the last fill.
 func (a *adaptive) spreading() bool {
-	return a.long && !a.rel.firstEp && a.lastFill.Before(a.rel.spread)
+	r := &a.rel
+	return a.long && !r.firstEp && r.let > 1 && r.spread.After(r.epStart) && a.lastFill.Before(r.spread)
 }
 
 // release accounts for a send that ends without a throttle: delivered, or

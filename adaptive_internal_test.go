@@ -1004,9 +1004,10 @@ func TestReleaseLetsNoLapsedTokenGo(t *testing.T) {
 // slept its whole wait went late, a moment before or after sends the
 // doubled rate let go in turn, too close to them for a bucket. Once the
 // rate is fitted it no longer climbs by steps, and a send sleeps its wait,
-// paceRecheck at most. At several rates.
+// paceRecheck at most, as it does on a pace shared through a gate. At
+// several rates whose waits are under paceRecheck.
 func TestRampingPaceRechecksSoon(t *testing.T) {
-	for _, rate := range []float64{20, 80, 160} {
+	for _, rate := range []float64{80, 160, 400} {
 		t.Run(fmt.Sprint(rate), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var a adaptive
@@ -1039,9 +1040,68 @@ func TestRampingPaceRechecksSoon(t *testing.T) {
 				assert.GreaterOrEqual(t, time.Since(start), due)
 				assert.LessOrEqual(t, time.Since(start), due+askRecheck, "goes when the doubled rate brings its token")
 
-				a.rel.fitted = true
-				assert.Equal(t, min(4*interval, paceRecheck), a.recheck(4*interval), "a fitted rate: the whole wait")
+				assert.Equal(t, 2*interval, a.recheck(4*interval), "climbing: half the wait")
+				a.joined = true
+				assert.Equal(t, 4*interval, a.recheck(4*interval), "a pace shared through a gate: the whole wait")
+				a.joined, a.rel.fitted = false, true
+				assert.Equal(t, 4*interval, a.recheck(4*interval), "a fitted rate: the whole wait")
 			})
+		})
+	}
+}
+
+// TestRefillCountsNoTimeTwice: a send reads the clock before it takes the
+// limiter's lock, so a refill may come with a time before the last one.
+// It grants nothing, and the next refill grants from the last fill, not
+// from the stale time: at the pace's rate and, many times faster, in the
+// first reopen's spread, where granting a few milliseconds twice would let
+// go sends past the burst.
+func TestRefillCountsNoTimeTwice(t *testing.T) {
+	for _, spread := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in the spread %v", spread), func(t *testing.T) {
+			t0 := time.Unix(1000, 0)
+			var a adaptive
+			a.enabled, a.long, a.fillRate, a.capacity, a.issued, a.granted, a.lastFill = true, true, 20, 10, 30, 21, t0
+			rate := a.fillRate
+			if spread {
+				a.rel.on, a.rel.let, a.rel.lapsed, a.rel.epStart, a.rel.spread = true, 10, 20, t0, t0.Add(9*time.Millisecond)
+				rate = a.rel.spreadRate()
+				require.True(t, a.spreading())
+			}
+			a.refill(t0.Add(4 * time.Millisecond))
+			granted := a.granted
+			assert.InDelta(t, 21+0.004*rate, granted, 1e-9)
+			a.refill(t0.Add(time.Millisecond)) // read before the last fill
+			assert.Equal(t, granted, a.granted, "a stale time grants nothing")
+			a.refill(t0.Add(6 * time.Millisecond))
+			assert.InDelta(t, 21+0.006*rate, a.granted, 1e-9, "from the last fill on")
+		})
+	}
+}
+
+// TestSpreadOfNoSpanIsNone: a pace state whose spread does not end after
+// its episode's start, or whose reopen lets go one send (a gate's state,
+// crafted or corrupt), has no spread: waits stay finite, and tokens come
+// at the pace's rate.
+func TestSpreadOfNoSpanIsNone(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name   string
+		let    float64
+		spread time.Time
+	}{
+		{"ends at the start", 10, t0},
+		{"ends before it", 10, t0.Add(-time.Millisecond)},
+		{"one send", 1, t0.Add(10 * time.Millisecond)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a adaptive
+			a.enabled, a.long, a.fillRate, a.capacity, a.issued, a.granted, a.lastFill = true, true, 20, 10, 30, 21, t0.Add(-time.Millisecond)
+			a.rel.on, a.rel.let, a.rel.lapsed, a.rel.epStart, a.rel.spread = true, tc.let, 20, t0, tc.spread
+			assert.False(t, a.spreading())
+			a.refill(t0.Add(50 * time.Millisecond))
+			assert.InDelta(t, 21+0.051*20, a.granted, 1e-9, "at the pace's rate")
+			assert.Equal(t, time.Duration(math.Ceil((31-a.granted)/20*float64(time.Second))), a.until(31))
 		})
 	}
 }

@@ -383,7 +383,10 @@ func (a *adaptive) releaseThrottled(now, sent time.Time, hint time.Duration) {
 	cut := sent.Add(now.Sub(sent) / 2)
 	if !r.on {
 		cut = now
-		r.on, r.refusedAt, r.spread = true, sent, now
+		r.on, r.refusedAt = true, sent
+		if r.firstEp {
+			r.spread = now
+		}
 		r.burst = math.Max(r.epServed, 1)
 		a.capacity, r.let = r.burst, r.burst
 		a.granted, a.lastFill = a.issued, now

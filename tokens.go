@@ -141,12 +141,12 @@ func (a *adaptive) until(k float64) time.Duration {
 	if r := &a.rel; a.spreading() {
 		// Within the first reopen's spread: tokens come at its rate until
 		// its end, then at the pace's.
-		fast := r.spreadRate()
-		left := r.spread.Sub(a.lastFill).Seconds() * fast
-		if ahead <= left {
-			return time.Duration(math.Ceil(ahead / fast * float64(time.Second)))
+		fast, rest := r.spreadRate(), r.spread.Sub(a.lastFill).Seconds()
+		wait := ahead / fast
+		if left := rest * fast; ahead > left {
+			wait = rest + (ahead-left)/a.fillRate
 		}
-		return r.spread.Sub(a.lastFill) + time.Duration(math.Ceil((ahead-left)/a.fillRate*float64(time.Second)))
+		return time.Duration(math.Min(math.Ceil(wait*float64(time.Second)), float64(24*time.Hour)))
 	}
 	if r := &a.rel; !r.asking.IsZero() {
 		// The reopen's answer may come at any moment, and let go up to
