@@ -1106,6 +1106,44 @@ func TestSpreadOfNoSpanIsNone(t *testing.T) {
 	}
 }
 
+// TestReleaseSpreadsNoBurstOfAPublishedRoom: where the refusal published
+// the limit's room spent, the first reopen has no spread: the scope may
+// have been held on that room before any send was refused (a window's
+// served answers publish it), so the first episode's span is no measure
+// of the herd's, and the room the answers publish steers the pace. Its
+// answers here come too slowly for the reopen to ask, and the burst goes
+// at once. At several bursts.
+func TestReleaseSpreadsNoBurstOfAPublishedRoom(t *testing.T) {
+	for _, burst := range []int{4, 10, 20} {
+		t.Run(fmt.Sprint(burst), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var a adaptive
+				start := time.Now()
+				var sent []time.Time
+				for i := range burst {
+					at := start.Add(time.Duration(i) * time.Millisecond)
+					time.Sleep(time.Until(at))
+					a.waitAndSend(at)
+					sent = append(sent, at)
+				}
+				refused := time.Now()
+				a.waitAndSend(refused)
+				time.Sleep(2 * releaseAsk)
+				for _, s := range sent {
+					a.release(s, 1, 0)
+				}
+				a.answered(time.Now(), refused, 0, true, time.Second, 0)
+				require.True(t, a.rel.quoted)
+				time.Sleep(time.Until(a.rel.reopen))
+				for i := range burst {
+					assert.Zero(t, a.waitAndSend(time.Now()), "send %d of the burst goes at once", i+1)
+				}
+				assert.True(t, a.rel.spread.IsZero(), "no spread")
+			})
+		})
+	}
+}
+
 // TestReleaseSpreadsTheFirstBurst: a herd whose sends went over a span,
 // the refused one last, answered took after it, is let go at its first
 // reopen over as long as it may have taken to reach the server, from its

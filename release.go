@@ -207,9 +207,11 @@ func (a *adaptive) begin(now time.Time) {
 		a.setRate(math.Min(a.fillRate, r.drain))
 	}
 	// The first burst's sends go over as long as the herd took to reach
-	// the server (spreadOver).
+	// the server (spreadOver). Not where the limit published its room
+	// spent: the scope may have been held on it, before any refusal, for
+	// most of the span, and the room its answers publish steers the pace.
 	span := time.Duration(0)
-	if first && r.let > 1 {
+	if first && r.let > 1 && !r.quoted {
 		span = r.spreadOver(r.let, a.fillRate)
 	}
 	r.spread = time.Time{}
